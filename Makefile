@@ -1,0 +1,46 @@
+# The README's commands. Each is idempotent and does its own set-up on a fresh
+# machine: Debian packages, the project venv (.venv: torch, cmake 4), the build.
+#   make demo   build, then run `forge build` on examples/tiny and print the report
+#   make test   build, then run every test
+#   make build  just build (build/forge)
+.PHONY: all build demo test deps venv format clean
+
+VENV     := .venv
+PYTHON   := $(VENV)/bin/python
+CMAKE    := $(VENV)/bin/cmake
+TORCH    ?= torch==2.14.1
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+# torch 2.14.1 is the CUDA build: it runs on the CPU and carries the CUDA headers
+# that let CUDA-side code compile on machines without a GPU.
+$(VENV)/.ready: scripts/install-deps.sh
+	@$(MAKE) --no-print-directory deps
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install -q --disable-pip-version-check "$(TORCH)" "cmake>=4" numpy
+	touch $@
+
+venv: $(VENV)/.ready
+
+build/build.ninja: $(VENV)/.ready CMakeLists.txt
+	$(CMAKE) -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+build: build/build.ninja
+	@$(MAKE) --no-print-directory deps
+	$(CMAKE) --build build
+
+demo: build
+	build/forge -C examples/tiny build
+
+test: build
+	$(VENV)/bin/ctest --test-dir build --output-on-failure -j2
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+clean:
+	rm -rf build

@@ -1,0 +1,81 @@
+#include "cli/report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace forge::cli {
+
+using nlohmann::json;
+
+namespace {
+
+std::string fmt(const json& v, const char* pattern, double scale = 1) {
+  if (!v.is_number()) return "-";
+  double x = v.get<double>() * scale;
+  if (std::isinf(x)) return "inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, pattern, x);
+  return buf;
+}
+
+std::string human_bytes(const json& v) {
+  if (!v.is_number()) return "-";
+  double b = v.get<double>();
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000 && u < 4) {
+    b /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+}  // namespace
+
+void print_targets_table(const json& targets) {
+  if (targets.empty()) {
+    std::printf("no targets (nothing captured yet, or none selected by forge.yaml's targets:)\n");
+    return;
+  }
+  std::printf("%-36s %6s %7s %10s %9s %9s %6s %5s %8s %8s %6s  %s\n", "target", "share",
+              "calls", "time_us", "bytes", "floor_us", "e2e≤", "iters", "×eager", "×compile",
+              "floor%", "signature");
+  for (const auto& t : targets) {
+    std::printf("%-36s %6s %7ld %10s %9s %9s %6s %5d %8s %8s %6s  %s\n",
+                t.value("id", "").c_str(), fmt(t["share"], "%.1f%%", 100).c_str(),
+                t.value("calls", 0L), fmt(t["time_us"], "%.0f").c_str(),
+                human_bytes(t["bytes"]).c_str(), fmt(t["floor_us"], "%.1f").c_str(),
+                fmt(t["amdahl_max_speedup"], "%.2f×").c_str(), t.value("iterations", 0),
+                fmt(t["best_speedup_eager"], "%.2f").c_str(),
+                fmt(t["best_speedup_compile"], "%.2f").c_str(),
+                fmt(t["floor_pct"], "%.0f%%").c_str(), t.value("signature", "").c_str());
+  }
+}
+
+void print_build_report(const json& report) {
+  const json& dev = report["device"];
+  std::printf("forge build: %s, %d steps run, %d cached; %s backend (%s), torch %s\n",
+              report.value("ok", false) ? "ok" : "FAILED", report.value("steps_run", 0),
+              report.value("steps_cached", 0), dev.value("backend", "").c_str(),
+              dev.value("name", "").c_str(), report.value("torch", "").c_str());
+  for (const auto& [name, m] : report["models"].items()) {
+    if (m.value("status", "") != "ok") {
+      std::printf("model %s: %s: %s\n", name.c_str(), m.value("status", "").c_str(),
+                  m.value("reason", "").c_str());
+      continue;
+    }
+    std::printf("model %s: %ld backend-op calls in %d process(es), %s µs op time (%s), %d of %d "
+                "targets selected\n",
+                name.c_str(), m.value("calls", 0L), m.value("processes", 0),
+                fmt(m["time_us"], "%.0f").c_str(), m.value("timing", "").c_str(),
+                m.value("selected", 0), m.value("signatures", 0));
+  }
+  print_targets_table(report["targets"]);
+  for (const auto& note : report.value("notes", json::array()))
+    std::printf("note: %s\n", note.get<std::string>().c_str());
+}
+
+}  // namespace forge::cli

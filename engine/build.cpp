@@ -1,0 +1,42 @@
+#include "engine/build.h"
+
+namespace forge {
+
+std::optional<StepOutcome> BuildContext::step(const StepSpec& spec, const std::string& model) {
+  if (options.dry_run) {
+    StepRecord rec{model, spec, builder.explain(spec)};
+    rec.spec.run = nullptr;
+    rec.spec.validate = nullptr;
+    dry_steps.push_back(std::move(rec));
+    auto cached = builder.lookup(spec);
+    if (!cached) return std::nullopt;
+    return StepOutcome{*cached, true};
+  }
+  StepOutcome outcome = builder.run(spec);
+  if (!record_ok(outcome.record)) failed = true;
+  return outcome;
+}
+
+nlohmann::json targets_json(const std::vector<Target>& targets) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& t : targets) list.push_back(target_json(t));
+  return list;
+}
+
+nlohmann::json run_build(BuildContext& ctx, const std::vector<std::unique_ptr<Rule>>& rules) {
+  for (const auto& rule : rules) rule->apply(ctx);
+  ctx.builder.progress().finish();
+  nlohmann::json models = nlohmann::json::object();
+  for (const auto& [name, summary] : ctx.models) models[name] = summary;
+  return {{"ok", !ctx.failed},
+          {"steps_run", ctx.builder.steps_run()},
+          {"steps_cached", ctx.builder.steps_cached()},
+          {"device", {{"backend", ctx.device.backend}, {"name", ctx.device.name},
+                      {"arch", ctx.device.arch}}},
+          {"torch", ctx.toolchain.torch_version},
+          {"models", models},
+          {"notes", ctx.notes},
+          {"targets", targets_json(ctx.targets)}};
+}
+
+}  // namespace forge

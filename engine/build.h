@@ -1,0 +1,63 @@
+// One build: the manifest, the probed environment, and the rules (stages) that
+// turn it into targets, kernels and a package. Rules plug in behind Rule; each
+// adds its steps through BuildContext::step(), which runs them through the
+// action cache, or, in dry mode (status, explain), only looks them up.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/builder.h"
+#include "engine/environment.h"
+#include "engine/manifest.h"
+#include "engine/target.h"
+
+namespace forge {
+
+struct BuildOptions {
+  bool dry_run = false;        // look up, never run (status, explain)
+  std::optional<int> budget;   // --budget N overrides budget.iterations
+};
+
+struct StepRecord {
+  std::string model;  // "" for shared steps
+  StepSpec spec;      // without run/validate callbacks
+  Explanation explanation;
+};
+
+struct BuildContext {
+  const Manifest& manifest;
+  Builder& builder;
+  CommandRunner& runner;
+  Toolchain toolchain;
+  DeviceInfo device;
+  BuildOptions options;
+
+  std::vector<Target> targets;  // selected targets of every model, in rank order
+  std::map<std::string, nlohmann::json> models;  // per model summary for reports
+  std::vector<StepRecord> dry_steps;  // in dry mode: every step looked up, explained
+  bool failed = false;                // some step failed (exit code 1)
+  std::vector<std::string> notes;     // lines for the report ("search: not built yet")
+
+  // Runs `spec` through the cache (or looks it up in dry mode; then nullopt
+  // when it would have to run). Marks the build failed when the step fails.
+  std::optional<StepOutcome> step(const StepSpec& spec, const std::string& model = "");
+};
+
+class Rule {
+ public:
+  virtual ~Rule() = default;
+  virtual std::string name() const = 0;
+  virtual void apply(BuildContext& ctx) = 0;
+};
+
+// Runs each rule in order. Returns the build's JSON report (the shape of
+// `forge build --json`).
+nlohmann::json run_build(BuildContext& ctx, const std::vector<std::unique_ptr<Rule>>& rules);
+
+nlohmann::json targets_json(const std::vector<Target>& targets);
+
+}  // namespace forge

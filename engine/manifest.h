@@ -1,0 +1,96 @@
+// forge.yaml, parsed and validated. Every field is documented in
+// forge.yaml.example; only `models: {NAME: {run: COMMAND}}` is required.
+//
+// Errors throw forge::ManifestError whose message is exactly
+//   <file>:<LINE>:<COL>: <message>
+//   <the source line>
+//   <spaces>^
+// (1-based line and column, in characters, of the offending key or value; a
+// missing key points at its parent's key). Unknown keys add
+// " (did you mean 'X'?)" when a known key is within edit distance 2, or
+// " (it belongs under 'budget')" when the key is known elsewhere.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace forge {
+
+struct ModelSpec {
+  std::string name;
+  // Exactly one of run / torchscript.
+  std::string run;                    // shell command, run from `workdir`
+  std::filesystem::path torchscript;  // TorchScript file (absolute after load)
+  std::filesystem::path inputs;       // inputs file for torchscript (absolute)
+  std::filesystem::path workdir;      // absolute; default: the manifest's folder
+  std::map<std::string, std::string> env;  // extra environment for the run
+};
+
+struct TargetSelection {
+  std::vector<std::string> ops;  // backend op names ("_softmax", "mean.dim"); empty = all
+  int top = 8;                   // keep at most this many targets per model (0 = no limit)
+  double min_share = 0.01;       // drop targets under this share of the model's op time
+};
+
+struct Budget {
+  int iterations = 20;  // MCTS iterations per target
+  double seconds = 0;   // wall-clock cap per target, 0 = none
+  int parallel = 0;     // concurrent evaluations, 0 = number of cores
+};
+
+struct DeviceSpec {
+  std::string backend = "auto";  // auto | cuda | cpu
+  std::string arch = "auto";     // auto | sm_90a | sm_80 ...
+};
+
+struct CaptureSpec {
+  int samples_per_target = 2;          // calls per signature whose input values are saved
+  double max_input_mb_per_model = 256;  // cap on saved input bytes per model
+  double timeout_seconds = 1800;        // a run that takes longer is killed
+};
+
+struct LlmSpec {
+  std::string provider;  // openai | anthropic | gemini | command
+  std::string model;
+  std::string base_url;
+  std::string api_key_env;  // name of the environment variable, never the key
+  std::string command;      // for provider: command
+};
+
+struct ProposerSpec {
+  bool strategies = true;       // the built-in strategy library
+  std::optional<LlmSpec> llm;   // absent = no model endpoint
+};
+
+struct HistorySpec {
+  std::string ref = "refs/heads/forge/kernels";
+  std::filesystem::path repo;  // empty = the git repository holding forge.yaml
+};
+
+struct Manifest {
+  std::filesystem::path path;  // forge.yaml (absolute)
+  std::filesystem::path dir;   // its folder
+  std::vector<ModelSpec> models;  // in file order
+  TargetSelection targets;
+  Budget budget;
+  DeviceSpec device;
+  CaptureSpec capture;
+  ProposerSpec proposer;
+  HistorySpec history;
+  std::filesystem::path store;  // absolute; default dir/.forge
+  std::string executor = "local";
+};
+
+// Reads and validates a manifest file. Throws ManifestError (format above), or
+// forge::Error when the file cannot be read.
+Manifest load_manifest(const std::filesystem::path& path);
+
+// Same, from text (for tests). `path` is shown in messages as given, and
+// relative paths in the manifest are resolved against its folder.
+Manifest parse_manifest(const std::string& text, const std::filesystem::path& path);
+
+}  // namespace forge

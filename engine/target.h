@@ -1,0 +1,52 @@
+// Targets: one per (model, backend op, signature), the unit that search,
+// history and packaging work on. Its id is "<model>/<op>/<sig>" where <sig> is
+// the first 6 hex digits of sha256(signature text); the readable signature is
+// shown beside it. Any unique prefix of an id names it on the command line.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/manifest.h"
+
+namespace forge {
+
+struct Target {
+  std::string id;
+  std::string model;
+  std::string op;         // backend op with overload: "_softmax", "mean.dim"
+  std::string outer_op;   // what the user called: "softmax", "adaptive_avg_pool2d"
+  std::string signature;  // readable: "_softmax(f32[64,1000]{1000,1}, -1, False)"
+  long calls = 0;
+  double time_us = 0;     // measured op time over the captured run
+  double share = 0;       // of the model's backend-op time
+  double bytes = 0;       // moved per call: inputs read once, outputs written once
+  double floor_us = 0;    // bytes / copy ceiling, 0 when the ceiling is unknown
+  double amdahl = 1;      // best end-to-end speedup replacing this op could give (inf: all of it)
+  int samples = 0;        // calls whose input values were saved
+  nlohmann::json args;    // the capture's argument records
+  nlohmann::json sample_inputs;  // [[{digest, dtype, sizes, strides}...], ...]
+  // Filled by later stages (null in JSON until measured).
+  int iterations = 0;
+  int accepted = 0;
+  std::optional<double> best_speedup_eager, best_speedup_compile, floor_pct;
+};
+
+std::string signature_hash(const std::string& signature);
+std::string make_target_id(const std::string& model, const std::string& op,
+                           const std::string& signature);
+
+// Ranks one model's targets by time (descending) and applies the manifest's
+// selection (ops list, top-N, minimum share). Shares are computed before selection.
+std::vector<Target> select_targets(std::vector<Target> all, const TargetSelection& sel);
+
+// Resolves a command-line name (full id or unique prefix) against `targets`.
+// Throws UsageError naming the candidates when ambiguous or unknown.
+const Target& resolve_target(const std::vector<Target>& targets, const std::string& name);
+
+nlohmann::json target_json(const Target& t);
+
+}  // namespace forge

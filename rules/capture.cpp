@@ -1,0 +1,282 @@
+#include "rules/capture.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "rules/ceiling.h"
+#include "rules/runtime_build.h"
+#include "util/atomic_file.h"
+#include "util/hash.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string tail(const std::string& s, size_t n = 2000) {
+  return s.size() > n ? "…" + s.substr(s.size() - n) : s;
+}
+
+// Files the command names (e.g. "python infer.py --batch 64" -> infer.py): their
+// contents enter the key, so editing the script re-captures.
+std::string named_files_digest(const ModelSpec& m) {
+  Hasher h;
+  std::istringstream words(m.run);
+  std::string w;
+  while (words >> w) {
+    fs::path p = fs::path(w).is_absolute() ? fs::path(w) : m.workdir / w;
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec) || fs::file_size(p, ec) > (size_t{64} << 20)) continue;
+    std::string bytes;
+    if (read_file(p, &bytes)) h.add("file", w).add("content", bytes);
+  }
+  if (!m.torchscript.empty()) {
+    std::string bytes;
+    read_file(m.torchscript, &bytes);
+    h.add("torchscript", bytes);
+    read_file(m.inputs, &bytes);
+    h.add("inputs", bytes);
+  }
+  return h.hex();
+}
+
+std::string env_text(const std::map<std::string, std::string>& env) {
+  std::string s;
+  for (const auto& [k, v] : env) s += k + "=" + v + "\n";
+  return s;
+}
+
+size_t dtype_size(const std::string& dtype) {
+  static const std::map<std::string, size_t> sizes = {
+      {"Float", 4}, {"Double", 8}, {"Half", 2}, {"BFloat16", 2}, {"Long", 8}, {"Int", 4},
+      {"Short", 2}, {"Char", 1},   {"Byte", 1}, {"Bool", 1},     {"ComplexFloat", 8},
+      {"ComplexDouble", 16}};
+  auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+double tensor_bytes(const json& t) {
+  if (!t.is_object() || t.value("kind", "") != "tensor") return 0;
+  double n = 1;
+  for (const auto& s : t.value("sizes", json::array())) n *= s.get<double>();
+  return n * dtype_size(t.value("dtype", ""));
+}
+
+// Moves the process's sample files into the object store; returns the sample
+// list with "digest" in place of "file".
+json ingest_samples(store::Store& store, const fs::path& dir, const json& samples) {
+  json out = json::array();
+  for (const auto& sample : samples) {
+    json inputs = json::array();
+    for (json in : sample.value("inputs", json::array())) {
+      if (in.contains("file")) {
+        std::string bytes;
+        if (!read_file(dir / in["file"].get<std::string>(), &bytes))
+          throw std::runtime_error("capture sample " + in["file"].get<std::string>() +
+                                   " is missing");
+        in["digest"] = store.put_object(bytes);
+        in.erase("file");
+      }
+      inputs.push_back(in);
+    }
+    out.push_back({{"inputs", inputs}});
+  }
+  return out;
+}
+
+// Merges every process's capture file into one record.
+json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_cap) {
+  std::map<std::string, json> entries;  // by op + signature
+  std::map<std::string, json> outer;
+  int processes = 0;
+  std::string timing;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    std::string text;
+    read_file(e.path(), &text);
+    json proc = json::parse(text, nullptr, false);
+    if (!proc.is_object() || proc.value("version", 0) != 1)
+      throw std::runtime_error("unreadable capture file " + e.path().filename().string());
+    ++processes;
+    timing = proc.value("timing", "");
+    for (const auto& b : proc.value("backend_ops", json::array())) {
+      std::string op = b.value("op", "");
+      if (op.rfind("aten::", 0) == 0) op = op.substr(6);
+      std::string overload = b.value("overload", "");
+      if (!overload.empty()) op += "." + overload;
+      std::string outer_op = b.value("outer_op", "");
+      if (outer_op.rfind("aten::", 0) == 0) outer_op = outer_op.substr(6);
+      const std::string sig = b.value("signature", "");
+      json& merged = entries[op + "\n" + sig];
+      if (merged.is_null()) {
+        merged = {{"op", op},
+                  {"outer_op", outer_op},
+                  {"signature", sig},
+                  {"args", b.value("args", json::array())},
+                  {"outputs", b.value("outputs", json::array())},
+                  {"calls", 0},
+                  {"time_us", 0.0},
+                  {"samples", json::array()}};
+      }
+      merged["calls"] = merged["calls"].get<long>() + b.value("calls", 0L);
+      merged["time_us"] = merged["time_us"].get<double>() + b.value("time_us", 0.0);
+      for (const auto& s : ingest_samples(store, dir, b.value("samples", json::array())))
+        if (static_cast<int>(merged["samples"].size()) < samples_cap) merged["samples"].push_back(s);
+    }
+    for (const auto& o : proc.value("outer_ops", json::array())) {
+      json& m = outer[o.value("op", "")];
+      if (m.is_null()) m = {{"op", o.value("op", "")}, {"calls", 0L}, {"time_us", 0.0}};
+      m["calls"] = m["calls"].get<long>() + o.value("calls", 0L);
+      m["time_us"] = m["time_us"].get<double>() + o.value("time_us", 0.0);
+    }
+  }
+  if (processes == 0)
+    throw std::runtime_error(
+        "the command ran but no process imported torch with the capture library loaded");
+  json list = json::array(), outer_list = json::array();
+  double total = 0;
+  long calls = 0;
+  for (auto& [_, e] : entries) {
+    total += e["time_us"].get<double>();
+    calls += e["calls"].get<long>();
+    list.push_back(std::move(e));
+  }
+  for (auto& [_, o] : outer) outer_list.push_back(std::move(o));
+  return {{"status", "ok"}, {"timing", timing},     {"processes", processes},
+          {"time_us", total}, {"calls", calls},     {"entries", list},
+          {"outer_ops", outer_list}};
+}
+
+json run_capture(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt) {
+  const fs::path dir = ctx.manifest.store / "tmp" /
+                       ("capture-" + m.name + "-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir);
+  Command c;
+  if (!m.torchscript.empty()) {
+    c.argv = {rt.torchscript_runner.string(), m.torchscript.string(), m.inputs.string()};
+  } else {
+    c.argv = shell_argv(m.run);
+  }
+  c.cwd = m.workdir;
+  c.env = m.env;
+  c.env["PATH"] = forge_path_env();
+  const char* py = std::getenv("PYTHONPATH");
+  c.env["PYTHONPATH"] = (fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload").string() +
+                        (py && *py ? std::string(":") + py : "");
+  c.env["FORGE_LOAD_LIBS"] = rt.capture_lib.string();
+  c.env["FORGE_CAPTURE_DIR"] = dir.string();
+  c.env["FORGE_CAPTURE_SAMPLES"] = std::to_string(ctx.manifest.capture.samples_per_target);
+  c.env["FORGE_CAPTURE_MAX_BYTES"] =
+      std::to_string(static_cast<long long>(ctx.manifest.capture.max_input_mb_per_model * 1e6));
+  c.timeout_seconds = ctx.manifest.capture.timeout_seconds;
+  CommandResult r = ctx.runner.run(c);
+  std::string log = r.out + r.err;
+  json record;
+  if (!r.ok()) {
+    record = failed_record("`" + (m.run.empty() ? m.torchscript.string() : m.run) + "` " +
+                               r.describe(),
+                           tail(r.err.empty() ? r.out : r.err));
+  } else {
+    try {
+      record = ingest_capture_dir(ctx.builder.store(), dir,
+                                  ctx.manifest.capture.samples_per_target);
+    } catch (const std::exception& e) {
+      record = failed_record(e.what(), tail(log));
+    }
+  }
+  record["log"] = ctx.builder.store().put_object(log);
+  record["seconds"] = r.seconds;
+  fs::remove_all(dir, ec);
+  return record;
+}
+
+}  // namespace
+
+double bytes_moved(const json& args, const json& outputs) {
+  double b = 0;
+  for (const auto& a : args) b += tensor_bytes(a);
+  for (const auto& o : outputs) b += tensor_bytes(o);
+  return b;
+}
+
+std::vector<Target> targets_from_capture(const std::string& model, const json& record,
+                                         std::optional<double> ceiling) {
+  std::vector<Target> out;
+  for (const auto& e : record.value("entries", json::array())) {
+    Target t;
+    t.model = model;
+    t.op = e.value("op", "");
+    t.outer_op = e.value("outer_op", "");
+    t.signature = e.value("signature", "");
+    t.id = make_target_id(model, t.op, t.signature);
+    t.calls = e.value("calls", 0L);
+    t.time_us = e.value("time_us", 0.0);
+    t.args = e.value("args", json::array());
+    t.bytes = bytes_moved(t.args, e.value("outputs", json::array()));
+    if (ceiling && *ceiling > 0) t.floor_us = t.bytes / *ceiling * 1e6;
+    t.sample_inputs = e.value("samples", json::array());
+    t.samples = static_cast<int>(t.sample_inputs.size());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void CaptureRule::apply(BuildContext& ctx) {
+  auto rt = ensure_runtime(ctx);
+  std::optional<double> ceiling = copy_ceiling(ctx);
+  for (const auto& m : ctx.manifest.models) {
+    if (!rt) {
+      ctx.models[m.name] = {{"status", "not captured"},
+                            {"reason", "the capture library is not built"}};
+      continue;
+    }
+    StepSpec spec;
+    spec.kind = "capture";
+    spec.label = m.name;
+    spec.name = "capture/" + m.name;
+    spec.inputs = {{"command", m.run.empty() ? "torchscript" : m.run},
+                   {"workdir", m.workdir.string()},
+                   {"files", named_files_digest(m)},
+                   {"env", sha256_hex(env_text(m.env))},
+                   {"toolchain", ctx.toolchain.fingerprint()},
+                   {"device", ctx.device.fingerprint()},
+                   {"capture_lib", rt->digest},
+                   {"samples", std::to_string(ctx.manifest.capture.samples_per_target)},
+                   {"max_input_mb", std::to_string(ctx.manifest.capture.max_input_mb_per_model)}};
+    spec.run = [&ctx, &m, rt] { return run_capture(ctx, m, *rt); };
+    auto outcome = ctx.step(spec, m.name);
+    if (!outcome) {
+      ctx.models[m.name] = {{"status", "not captured"}, {"reason", "not captured yet"}};
+      continue;
+    }
+    const json& rec = outcome->record;
+    if (!record_ok(rec)) {
+      ctx.models[m.name] = {{"status", "failed"},
+                            {"reason", rec.value("reason", "")},
+                            {"detail", rec.value("detail", "")}};
+      continue;
+    }
+    std::vector<Target> all = targets_from_capture(m.name, rec, ceiling);
+    const int signatures = static_cast<int>(all.size());
+    std::vector<Target> chosen = select_targets(std::move(all), ctx.manifest.targets);
+    ctx.models[m.name] = {{"status", "ok"},
+                          {"cached", outcome->cached},
+                          {"timing", rec.value("timing", "")},
+                          {"processes", rec.value("processes", 0)},
+                          {"calls", rec.value("calls", 0L)},
+                          {"time_us", rec.value("time_us", 0.0)},
+                          {"signatures", signatures},
+                          {"selected", static_cast<int>(chosen.size())},
+                          {"copy_ceiling_gbps", ceiling ? json(*ceiling / 1e9) : json(nullptr)}};
+    for (auto& t : chosen) ctx.targets.push_back(std::move(t));
+  }
+}
+
+}  // namespace forge

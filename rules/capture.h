@@ -1,0 +1,25 @@
+// Capture: run each model's unchanged command with the capture library loaded
+// (docs/CAPTURE.md), ingest what it recorded into the store, and turn it into
+// ranked targets. One step per model; its key covers the command, the files it
+// names, the environment, the toolchain, the device and the capture settings, so
+// a second build re-captures only when one of those changed.
+#pragma once
+
+#include "engine/build.h"
+
+namespace forge {
+
+class CaptureRule : public Rule {
+ public:
+  std::string name() const override { return "capture"; }
+  void apply(BuildContext& ctx) override;
+};
+
+// Turns a capture step's record into this model's targets (ranked, unselected).
+std::vector<Target> targets_from_capture(const std::string& model, const nlohmann::json& record,
+                                         std::optional<double> ceiling_bytes_per_s);
+
+// Bytes one call moves: every tensor argument read once, every output written once.
+double bytes_moved(const nlohmann::json& args, const nlohmann::json& outputs);
+
+}  // namespace forge

@@ -1,0 +1,66 @@
+#include "tests/support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace forge::test {
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+  static std::atomic<int> n{0};
+  m_path = fs::temp_directory_path() /
+           ("forge-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+  fs::remove_all(m_path);
+  fs::create_directories(m_path);
+}
+
+TempDir::~TempDir() {
+  // FORGE_KEEP_TMP=1 keeps every test folder for inspection.
+  if (std::getenv("FORGE_KEEP_TMP")) {
+    MESSAGE("kept " << m_path.string());
+    return;
+  }
+  std::error_code ec;
+  fs::remove_all(m_path, ec);
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CliResult run_forge(const std::string& args, const fs::path& cwd) {
+  static std::atomic<int> n{0};
+  fs::path base = fs::temp_directory_path() /
+                  ("forge-cli-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+  std::string cmd = "cd '" + cwd.string() + "' && '" FORGE_BINARY "' " + args + " >'" +
+                    base.string() + ".out' 2>'" + base.string() + ".err' </dev/null";
+  int status = std::system(cmd.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_text(base.string() + ".out");
+  r.err = read_text(base.string() + ".err");
+  fs::remove(base.string() + ".out");
+  fs::remove(base.string() + ".err");
+  return r;
+}
+
+bool have_gpu() {
+  static const bool gpu = std::system("nvidia-smi -L >/dev/null 2>&1") == 0;
+  return gpu;
+}
+
+}  // namespace forge::test

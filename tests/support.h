@@ -1,0 +1,46 @@
+// Shared test helpers: a fresh temporary folder per test (removed afterwards;
+// FORGE_KEEP_TMP=1 keeps them), and running the forge binary as a user would.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+namespace forge::test {
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return m_path; }
+  std::filesystem::path operator/(const std::string& name) const { return m_path / name; }
+
+ private:
+  std::filesystem::path m_path;
+};
+
+void write_text(const std::filesystem::path& path, const std::string& text);
+std::string read_text(const std::filesystem::path& path);
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs build/forge with `args` (a shell-quoted string) in `cwd`.
+CliResult run_forge(const std::string& args, const std::filesystem::path& cwd);
+
+// True when a CUDA GPU is usable here; GPU tests start with FORGE_SKIP_WITHOUT_GPU().
+bool have_gpu();
+
+}  // namespace forge::test
+
+// Marks a GPU test as skipped, visibly, on machines without a GPU.
+#define FORGE_SKIP_WITHOUT_GPU()                                             \
+  do {                                                                       \
+    if (!forge::test::have_gpu()) {                                          \
+      MESSAGE("SKIPPED (no GPU on this machine): " << doctest::getContextOptions()->currentTest); \
+      return;                                                                \
+    }                                                                        \
+  } while (0)
