@@ -1,0 +1,72 @@
+// The forge binary as a user runs it: exit codes, exact error texts, --json.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support.h"
+
+namespace forge {
+using nlohmann::json;
+using test::run_forge;
+
+TEST_SUITE_BEGIN("cli");
+
+TEST_CASE("help and version") {
+  test::TempDir dir;
+  auto r = run_forge("help", dir.path());
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("build [--budget N]") != std::string::npos);
+  CHECK(r.out.find("explain TARGET|MODEL") != std::string::npos);
+  r = run_forge("--json version", dir.path());
+  CHECK(r.exit_code == 0);
+  CHECK(json::parse(r.out)["version"] == FORGE_VERSION);
+}
+
+TEST_CASE("usage errors exit 2 with one line, and suggest the near command") {
+  test::TempDir dir;
+  auto r = run_forge("biuld", dir.path());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "forge: error: unknown command 'biuld' (did you mean 'build'?); `forge help` lists them\n");
+  r = run_forge("--frob", dir.path());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "forge: error: unknown option '--frob'\n");
+  r = run_forge("build --budget lots", dir.path());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "forge: error: --budget needs a non-negative integer, got 'lots'\n");
+  r = run_forge("version extra", dir.path());
+  CHECK(r.err == "forge: error: unexpected argument 'extra' for 'version'\n");
+}
+
+TEST_CASE("a missing manifest is an error that names the file") {
+  test::TempDir dir;
+  auto r = run_forge("-C " + dir.path().string() + " status", "/");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.rfind("forge: error: cannot read " + (dir / "forge.yaml").string(), 0) == 0);
+}
+
+TEST_CASE("a manifest error prints file:line:col, the line and a caret, exit 2") {
+  test::TempDir dir;
+  test::write_text(dir / "forge.yaml", "models:\n  m: {run: python m.py}\nbudgt: {}\n");
+  auto r = run_forge("build", dir.path());
+  CHECK(r.exit_code == 2);
+  CHECK(r.out == "");
+  CHECK(r.err.find(":3:1: unknown key 'budgt' (did you mean 'budget'?)\nbudgt: {}\n^\n") !=
+        std::string::npos);
+  // Nothing was built, and nothing already built would have been touched.
+  CHECK_FALSE(std::filesystem::exists(dir / ".forge"));
+}
+
+TEST_CASE("clean removes the store and is idempotent") {
+  test::TempDir dir;
+  test::write_text(dir / "forge.yaml", "models:\n  m: {run: python m.py}\n");
+  test::write_text(dir / ".forge" / "objects" / "x", "data");
+  auto r = run_forge("clean", dir.path());
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(std::filesystem::exists(dir / ".forge"));
+  r = run_forge("--json clean", dir.path());
+  CHECK(r.exit_code == 0);
+  CHECK(json::parse(r.out)["removed"] == false);
+}
+
+TEST_SUITE_END();
+}  // namespace forge

@@ -1,0 +1,68 @@
+#include <doctest/doctest.h>
+
+#include "tests/support.h"
+#include "util/process.h"
+
+namespace forge {
+
+TEST_SUITE_BEGIN("util::Process");
+
+TEST_CASE("exit codes, output and environment") {
+  auto runner = make_process_runner();
+  Command c;
+  c.argv = shell_argv("echo out; echo err >&2; echo $FORGE_X; exit 3");
+  c.env["FORGE_X"] = "set";
+  CommandResult r = runner->run(c);
+  CHECK(r.status == CommandResult::Status::Exited);
+  CHECK(r.exit_code == 3);
+  CHECK(r.out == "out\nset\n");
+  CHECK(r.err == "err\n");
+  CHECK(r.describe() == "exit code 3");
+}
+
+TEST_CASE("a hung command is killed at its timeout, children included") {
+  auto runner = make_process_runner();
+  Command c;
+  c.argv = shell_argv("sleep 30 & sleep 30");
+  c.timeout_seconds = 0.5;
+  CommandResult r = runner->run(c);
+  CHECK(r.status == CommandResult::Status::TimedOut);
+  CHECK(r.seconds < 5);
+}
+
+TEST_CASE("a crashing command is reported with its signal") {
+  auto runner = make_process_runner();
+  Command c;
+  c.argv = shell_argv("kill -SEGV $$");
+  CommandResult r = runner->run(c);
+  CHECK(r.status == CommandResult::Status::Signaled);
+  CHECK(r.describe() == "killed by signal 11 (Segmentation fault)");
+}
+
+TEST_CASE("a missing program exits 127 with a message; cwd and output files work") {
+  test::TempDir dir;
+  auto runner = make_process_runner();
+  Command c;
+  c.argv = {"forge-no-such-program"};
+  CommandResult r = runner->run(c);
+  CHECK(r.exit_code == 127);
+  CHECK(r.err.find("cannot run forge-no-such-program") != std::string::npos);
+  c.argv = {"pwd"};
+  c.cwd = dir.path();
+  c.stdout_path = dir / "out.txt";
+  r = runner->run(c);
+  CHECK(r.ok());
+  CHECK(test::read_text(dir / "out.txt") == dir.path().string() + "\n");
+}
+
+TEST_CASE("a background child holding the pipe does not hang the caller") {
+  auto runner = make_process_runner();
+  Command c;
+  c.argv = shell_argv("(sleep 20 &) ; echo done");
+  CommandResult r = runner->run(c);
+  CHECK(r.ok());
+  CHECK(r.seconds < 5);
+}
+
+TEST_SUITE_END();
+}  // namespace forge
