@@ -26,7 +26,7 @@ namespace {
 json fake_capture_file(const std::string& op_time_scale) {
   double k = std::stod(op_time_scale);
   auto tensor = [](std::vector<int> sizes) {
-    return json{{"kind", "tensor"}, {"dtype", "Float"}, {"sizes", sizes}, {"device", "cpu"}};
+    return json{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", sizes}, {"device", "cpu"}};
   };
   return {{"version", 1},
           {"timing", "cpu_wall"},
@@ -35,11 +35,11 @@ json fake_capture_file(const std::string& op_time_scale) {
              {"overload", ""},
              {"outer_op", "aten::softmax"},
              {"signature", "_softmax(f32[64,1000], -1, False)"},
-             {"args", {tensor({64, 1000}), {{"kind", "int"}, {"value", -1}}}},
+             {"args", {tensor({64, 1000}), {{"type", "int"}, {"value", -1}}}},
              {"outputs", {tensor({64, 1000})}},
              {"calls", 3},
              {"time_us", 300.0 * k},
-             {"samples", {{{"inputs", {{{"file", "s0.bin"}, {"kind", "tensor"}}}}}}}},
+             {"samples", {{{"inputs", {{{"file", "s0.bin"}, {"type", "Tensor"}}}}}}}},
             {{"op", "aten::mean"},
              {"overload", "dim"},
              {"outer_op", "aten::adaptive_avg_pool2d"},
