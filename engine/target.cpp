@@ -18,9 +18,11 @@ std::string make_target_id(const std::string& model, const std::string& op,
   return model + "/" + op + "/" + signature_hash(signature);
 }
 
-std::vector<Target> select_targets(std::vector<Target> all, const TargetSelection& sel) {
-  double total = 0;
-  for (const auto& t : all) total += t.time_us;
+std::vector<Target> select_targets(std::vector<Target> all, const TargetSelection& sel,
+                                   double total_time_us) {
+  double total = total_time_us;
+  if (total <= 0)
+    for (const auto& t : all) total += t.time_us;
   for (auto& t : all) {
     t.share = total > 0 ? t.time_us / total : 0;
     // Replacing an op with a free one saves at most its share (Amdahl); a share of 1 is unbounded.

@@ -40,8 +40,11 @@ std::string make_target_id(const std::string& model, const std::string& op,
                            const std::string& signature);
 
 // Ranks one model's targets by time (descending) and applies the manifest's
-// selection (ops list, top-N, minimum share). Shares are computed before selection.
-std::vector<Target> select_targets(std::vector<Target> all, const TargetSelection& sel);
+// selection (ops list, top-N, minimum share). Shares are of `total_time_us` (the
+// model's whole backend-op time, views included; 0 = the sum over `all`) and are
+// computed before selection.
+std::vector<Target> select_targets(std::vector<Target> all, const TargetSelection& sel,
+                                   double total_time_us = 0);
 
 // Resolves a command-line name (full id or unique prefix) against `targets`.
 // Throws UsageError naming the candidates when ambiguous or unknown.

@@ -132,6 +132,7 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
                   {"time_us", 0.0},
                   {"samples", json::array()}};
       }
+      merged["kind"] = b.value("kind", "kernel");
       merged["calls"] = merged["calls"].get<long>() + b.value("calls", 0L);
       merged["time_us"] = merged["time_us"].get<double>() + b.value("time_us", 0.0);
       for (const auto& s : ingest_samples(store, dir, b.value("samples", json::array())))
@@ -219,6 +220,10 @@ std::vector<Target> targets_from_capture(const std::string& model, const json& r
                                          std::optional<double> ceiling) {
   std::vector<Target> out;
   for (const auto& e : record.value("entries", json::array())) {
+    // Views, allocations and non-ATen ops count towards the model's time but are no
+    // targets: forge overrides ATen kernels.
+    const std::string kind = e.value("kind", "kernel");
+    if (kind == "view" || kind == "alloc" || kind == "foreign") continue;
     Target t;
     t.model = model;
     t.op = e.value("op", "");
@@ -274,7 +279,8 @@ void CaptureRule::apply(BuildContext& ctx) {
     }
     std::vector<Target> all = targets_from_capture(m.name, rec, ceiling);
     const int signatures = static_cast<int>(all.size());
-    std::vector<Target> chosen = select_targets(std::move(all), ctx.manifest.targets);
+    std::vector<Target> chosen =
+        select_targets(std::move(all), ctx.manifest.targets, rec.value("time_us", 0.0));
     ctx.models[m.name] = {{"status", "ok"},
                           {"cached", outcome->cached},
                           {"timing", rec.value("timing", "")},

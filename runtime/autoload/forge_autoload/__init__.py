@@ -1,0 +1,101 @@
+"""forge autoload: makes `import torch` load forge's libraries.
+
+torch calls every entry point of the group "torch.backends" at the end of
+`import torch` (torch/__init__.py, _import_device_backends). This directory,
+put on PYTHONPATH, declares one (forge_autoload-0.1.dist-info/entry_points.txt)
+naming load() below, which loads each library in FORGE_LOAD_LIBS (a
+colon-separated list of absolute paths) with torch.ops.load_library. Child
+processes inherit the environment, so they load the libraries too.
+
+An exception raised here would abort `import torch` in the user's program, so
+every failure becomes one line "forge: warning: ..." on stderr instead. With
+FORGE_LOAD_LIBS unset or empty this does nothing.
+
+When the capture library (libforge_capture.so) is among the libraries, an
+atexit hook calls torch.ops.forge_capture.flush(), which writes the capture
+JSON while the interpreter and torch are still intact; the library's own C++
+exit hook is only a fallback (it rewrites the file if ops ran after the flush).
+"""
+
+import os
+import sys
+
+_loaded = []
+_atexit_registered = False
+
+
+class _ForkHook:
+    """Kept alive for multiprocessing.util.register_after_fork (a weak reference)."""
+
+
+_fork_hook = _ForkHook()
+
+
+def _warn(msg):
+    try:
+        sys.stderr.write("forge: warning: %s\n" % msg)
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _flush_capture():
+    try:
+        import torch
+
+        ns = torch.ops.forge_capture
+        if bool(ns.enabled()):
+            ns.flush()
+    except Exception as e:  # never let the user's exit fail because of us
+        _warn("capture flush failed: %s" % (e,))
+
+
+def load():
+    global _atexit_registered
+    try:
+        libs = os.environ.get("FORGE_LOAD_LIBS", "")
+        if not libs.strip():
+            return
+        import torch
+
+        for path in libs.split(":"):
+            path = path.strip()
+            if not path or path in _loaded:
+                continue
+            try:
+                torch.ops.load_library(path)
+                _loaded.append(path)
+            except Exception as e:
+                msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+                if e.__cause__ is not None and str(e.__cause__):
+                    msg += " (%s)" % str(e.__cause__).splitlines()[0]
+                _warn("cannot load %s: %s" % (path, msg))
+        if not _loaded:
+            return
+        try:
+            capture = hasattr(torch.ops.forge_capture, "flush")
+        except Exception:
+            capture = False
+        if capture:
+            try:
+                torch.ops.forge_capture.note("torch_version_python", str(torch.__version__))
+                torch.ops.forge_capture.note("python", sys.executable or "")
+            except Exception:
+                pass
+            if not _atexit_registered:
+                import atexit
+
+                atexit.register(_flush_capture)
+                _atexit_registered = True
+                # multiprocessing's fork children leave through os._exit, which
+                # skips atexit; its finalizers do run there.
+                try:
+                    import multiprocessing.util as mpu
+
+                    mpu.register_after_fork(
+                        _fork_hook, lambda _: mpu.Finalize(None, _flush_capture, exitpriority=0)
+                    )
+                except Exception:
+                    pass
+    except Exception as e:  # an exception here would abort `import torch`
+        _warn("autoload failed: %s" % (e,))

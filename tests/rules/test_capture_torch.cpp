@@ -1,0 +1,162 @@
+// Capture for real: the unmodified example scripts, the real capture library
+// built against the venv's torch, the real forge binary. Skipped (visibly) where
+// torch is not importable.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <set>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "store/store.h"
+#include "tests/support.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("rules::CaptureTorch");
+
+namespace {
+
+const fs::path kRepo = fs::path(FORGE_TEST_DIR).parent_path();
+
+bool have_torch() {
+  static const bool ok =
+      std::system(("'" + (kRepo / ".venv/bin/python").string() +
+                   "' -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
+  return ok;
+}
+
+#define SKIP_WITHOUT_TORCH()                                                   \
+  if (!have_torch()) {                                                         \
+    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`"); \
+    return;                                                                    \
+  }
+
+// A copy of examples/tiny with every target selected.
+void make_project(const fs::path& dir) {
+  for (const char* f : {"cnn.py", "transformer.py"})
+    fs::copy_file(kRepo / "examples" / "tiny" / f, dir / f);
+  test::write_text(dir / "forge.yaml",
+                   "models:\n"
+                   "  cnn: {run: python cnn.py --batch 8}\n"
+                   "  transformer: {run: python transformer.py}\n"
+                   "targets: {top: 0, min_share: 0}\n");
+}
+
+std::set<std::string> ops_of(const json& targets) {
+  std::set<std::string> ops;
+  for (const auto& t : targets) ops.insert(t["op"].get<std::string>());
+  return ops;
+}
+
+}  // namespace
+
+TEST_CASE("unmodified scripts become ranked targets; an unchanged build does no work") {
+  SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  make_project(dir.path());
+
+  auto first = test::run_forge("--json build", dir.path());
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  json r = json::parse(first.out);
+  CHECK(r["ok"] == true);
+  CHECK(r["models"]["cnn"]["status"] == "ok");
+  CHECK(r["models"]["transformer"]["status"] == "ok");
+  auto ops = ops_of(r["targets"]);
+  for (const char* op : {"_softmax", "native_group_norm", "native_layer_norm", "mean.dim",
+                         "native_batch_norm", "addmm"})
+    CHECK_MESSAGE(ops.count(op), "missing target op " << op);
+  // The composite spellings are recorded as where the call came from.
+  for (const auto& t : r["targets"]) {
+    if (t["op"] == "mean.dim") CHECK(t["outer_op"] == "adaptive_avg_pool2d");
+    if (t["op"] == "native_group_norm") CHECK(t["outer_op"] == "group_norm");
+    CHECK(t["id"].get<std::string>().find('/') != std::string::npos);
+    CHECK(t["share"].get<double>() >= 0);
+    CHECK(t["bytes"].get<double>() > 0);
+  }
+  // Ranked by time.
+  for (size_t i = 1; i < r["targets"].size(); ++i)
+    if (r["targets"][i]["model"] == r["targets"][i - 1]["model"])
+      CHECK(r["targets"][i]["time_us"].get<double>() <= r["targets"][i - 1]["time_us"].get<double>());
+
+  auto second = test::run_forge("--json build", dir.path());
+  REQUIRE(second.exit_code == 0);
+  json r2 = json::parse(second.out);
+  CHECK(r2["steps_run"] == 0);
+  CHECK(r2["targets"] == r["targets"]);
+
+  auto status = test::run_forge("--json status", dir.path());
+  REQUIRE(status.exit_code == 0);
+  CHECK(json::parse(status.out)["targets"] == r["targets"]);
+
+  SUBCASE("editing the script re-captures that model only, and explain says why") {
+    test::write_text(dir / "cnn.py", test::read_text(dir / "cnn.py") + "# edited\n");
+    auto ex = test::run_forge("explain cnn", dir.path());
+    CHECK(ex.exit_code == 0);
+    CHECK(ex.out.find("capture cnn: will run") != std::string::npos);
+    CHECK(ex.out.find("input 'files' changed") != std::string::npos);
+    auto third = test::run_forge("--json build", dir.path());
+    REQUIRE(third.exit_code == 0);
+    CHECK(json::parse(third.out)["steps_run"] == 1);
+    auto ex2 = test::run_forge("explain transformer", dir.path());
+    CHECK(ex2.out.find("capture transformer: up to date") != std::string::npos);
+  }
+
+  SUBCASE("a target id prefix works on the command line") {
+    std::string id = r["targets"][0]["id"].get<std::string>();
+    auto ex = test::run_forge("explain " + id.substr(0, id.size() - 3), dir.path());
+    CHECK(ex.exit_code == 0);
+    CHECK(ex.out.rfind(id + ":", 0) == 0);
+  }
+
+  SUBCASE("saved inputs reload bit-identical") {
+    // Find the stem convolution's sample through the capture step's record.
+    auto store = store::open_local_store(dir / ".forge", nullptr);
+    auto ref = store->get_ref("explain/capture/cnn");
+    REQUIRE(ref);
+    auto action = store->get_action(json::parse(*ref)["key"].get<std::string>());
+    REQUIRE(action);
+    std::string digest;
+    const json record = json::parse(*action);
+    for (const auto& e : record["entries"])
+      if (e["op"] == "mkldnn_convolution" &&
+          e["signature"].get<std::string>().find("float32[8,3,32,32]") != std::string::npos &&
+          !e["samples"].empty())
+        digest = e["samples"][0]["inputs"][0]["digest"].get<std::string>();
+    REQUIRE_FALSE(digest.empty());
+    auto bytes = store->get_object(digest);
+    REQUIRE(bytes);
+    test::write_text(dir / "x.bin", *bytes);
+    // The script's own input, recomputed the way the script makes it.
+    test::write_text(dir / "check.py",
+                     "import sys, torch\n"
+                     "sys.argv = ['cnn.py']\n"
+                     "import cnn\n"
+                     "torch.manual_seed(0)\n"
+                     "cnn.TinyCNN().eval()\n"
+                     "x = torch.randn(8, 3, 32, 32)\n"
+                     "raw = open('x.bin', 'rb').read()\n"
+                     "y = torch.frombuffer(bytearray(raw), dtype=torch.float32).view(8, 3, 32, 32)\n"
+                     "sys.exit(0 if torch.equal(x, y) else 1)\n");
+    int rc = std::system(("cd '" + dir.path().string() + "' && '" +
+                          (kRepo / ".venv/bin/python").string() + "' check.py").c_str());
+    CHECK(rc == 0);
+  }
+}
+
+TEST_CASE("a model whose command fails is reported with its output, exit 1") {
+  SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  test::write_text(dir / "bad.py", "import torch\nraise SystemExit('no weights here')\n");
+  test::write_text(dir / "forge.yaml", "models:\n  bad: {run: python bad.py}\n");
+  auto r = test::run_forge("build", dir.path());
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("model bad: failed: `python bad.py` exit code 1") != std::string::npos);
+}
+
+TEST_SUITE_END();
+}  // namespace forge
