@@ -33,14 +33,47 @@ double measure_memcpy_ceiling(size_t bytes, unsigned threads, int rounds) {
   return best;
 }
 
+namespace {
+
+// The CUDA ceiling, measured with the user's torch: a 1 GiB device-to-device
+// copy timed with CUDA events, best of 10.
+constexpr const char* kCudaCeiling = R"(
+import json, torch
+n = 1 << 30
+a = torch.empty(n, dtype=torch.uint8, device="cuda"); b = torch.empty_like(a)
+best = 0.0
+for _ in range(12):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); b.copy_(a); e.record(); e.synchronize()
+    best = max(best, 2 * n / (s.elapsed_time(e) / 1e3))
+print(json.dumps({"bytes_per_second": best}))
+)";
+
+nlohmann::json measure_cuda_ceiling(BuildContext& ctx) {
+  Command c;
+  c.argv = {"python3", "-c", kCudaCeiling};
+  c.env["PATH"] = forge_path_env();
+  c.timeout_seconds = 300;
+  CommandResult r = ctx.runner.run(c);
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (!r.ok() || !j.is_object())
+    return failed_record("measuring the CUDA copy ceiling failed (" + r.describe() + ")", r.err);
+  return {{"status", "ok"},
+          {"bytes_per_second", j.value("bytes_per_second", 0.0)},
+          {"method", "torch copy_ of 1 GiB on the device, CUDA events, best of 12"}};
+}
+
+}  // namespace
+
 std::optional<double> copy_ceiling(BuildContext& ctx) {
-  if (ctx.device.backend != "cpu") return std::nullopt;
   StepSpec spec;
   spec.kind = "ceiling";
   spec.label = "copy bandwidth of " + ctx.device.name;
   spec.name = "ceiling";
   spec.inputs = {{"device", ctx.device.fingerprint()}};
-  spec.run = [] {
+  if (ctx.device.backend == "cuda") spec.inputs.push_back({"torch", ctx.toolchain.torch_version});
+  spec.run = [&ctx]() -> nlohmann::json {
+    if (ctx.device.backend == "cuda") return measure_cuda_ceiling(ctx);
     const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
     double bps = measure_memcpy_ceiling(size_t{256} << 20, threads, 5);
     return nlohmann::json{{"status", "ok"}, {"bytes_per_second", bps}, {"threads", threads},
