@@ -13,6 +13,8 @@ if ! pkg-config --exists libgit2 2>/dev/null; then
   mkdir -p /tmp/git2
   for f in .debs/*.deb; do dpkg -x "$f" /tmp/git2; done
   lib=/tmp/git2/usr/lib/x86_64-linux-gnu
+  # Only static linking needs its private requirements, whose .pc files are absent there.
+  sed -i '/^Requires.private/d' $lib/pkgconfig/libgit2.pc
   export PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=/tmp/git2
   export LDFLAGS="-Wl,-rpath-link,$lib" LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-}
 fi
