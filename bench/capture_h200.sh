@@ -18,8 +18,10 @@ if ! pkg-config --exists libgit2 2>/dev/null; then
   export PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=/tmp/git2
   export LDFLAGS="-Wl,-rpath-link,$lib" LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-}
 fi
-# The model commands say `python`; the machine has python3.
-mkdir -p /tmp/pybin && ln -sf "$(command -v python3)" /tmp/pybin/python
+# The model commands say `python`; the machine has python3 (a venv's: a symlink
+# to it would lose the venv, so a wrapper).
+mkdir -p /tmp/pybin && printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v python3)" > /tmp/pybin/python
+chmod +x /tmp/pybin/python
 export PATH=/tmp/pybin:$PATH FORGE_CACHE_DIR=/tmp/forge-cache
 
 t0=$(date +%s)
