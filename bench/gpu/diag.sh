@@ -14,7 +14,7 @@ for cupti in 1 0; do
   python3 -c "
 import json,glob,sys
 for f in glob.glob('$cap/*.json'):
-    j=json.load(open(f)); print('  timing', j.get('timing'), j.get('device_timer'), 'backend ops', len(j['backend_ops']), [ (b['op'], b['time_us']) for b in j['backend_ops'][:4]])
+    j=json.load(open(f)); print('  timing', j.get('timing'), j.get('device_timer'), 'unattributed', j.get('unattributed_device_time_us'), 'backend ops', len(j['backend_ops']), [ (b['op'], b['time_us']) for b in j['backend_ops'][:4]])
 "
   rm -rf "$cap"
 done

@@ -91,7 +91,9 @@ class CuptiTimer final : public DeviceTimer {
         }
       }
     }
-    return api_.Push(kKind, id) == CUPTI_SUCCESS;
+    bool ok = api_.Push(kKind, id) == CUPTI_SUCCESS;
+    (ok ? n_push_ : n_push_fail_)++;
+    return ok;
   }
 
   void end() override {
@@ -117,6 +119,11 @@ class CuptiTimer final : public DeviceTimer {
   std::string status() const override {
     std::lock_guard<std::mutex> lk(mu_);
     std::string s = status_;
+    // Counters: where a timing that comes out empty got lost.
+    s += " [buffers " + std::to_string(n_buffers_) + ", kernels " + std::to_string(n_kernels_) +
+         ", copies " + std::to_string(n_copies_) + ", externals " + std::to_string(n_external_) +
+         ", pushes " + std::to_string(n_push_.load()) + ", push failures " +
+         std::to_string(n_push_fail_.load()) + ", unjoined " + std::to_string(unjoined_.size()) + "]";
     if (yields_) s += " (yielded to torch.profiler " + std::to_string(yields_.load()) + "x)";
     return s;
   }
@@ -169,17 +176,20 @@ class CuptiTimer final : public DeviceTimer {
 
   void parse(uint8_t* buffer, size_t valid) {
     std::lock_guard<std::mutex> lk(mu_);
+    n_buffers_++;
     CUpti_Activity* rec = nullptr;
     while (api_.GetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
       switch (rec->kind) {
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
         case CUPTI_ACTIVITY_KIND_KERNEL: {
           auto* k = reinterpret_cast<KernelRecord*>(rec);
+          n_kernels_++;
           add_activity(k->correlationId, static_cast<int64_t>(k->end - k->start));
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
           auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
+          n_copies_++;
           add_activity(m->correlationId, static_cast<int64_t>(m->end - m->start));
           break;
         }
@@ -190,6 +200,7 @@ class CuptiTimer final : public DeviceTimer {
         }
         case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
           auto* x = reinterpret_cast<CUpti_ActivityExternalCorrelation*>(rec);
+          n_external_++;
           if (x->externalKind == kKind) add_external(x->correlationId, x->externalId);
           break;
         }
@@ -216,6 +227,8 @@ class CuptiTimer final : public DeviceTimer {
   std::atomic<bool> owned_{false};
   std::atomic<uint64_t> yields_{0};
   std::mutex take_mu_;
+  uint64_t n_buffers_ = 0, n_kernels_ = 0, n_copies_ = 0, n_external_ = 0;  // under mu_
+  std::atomic<uint64_t> n_push_{0}, n_push_fail_{0};
   mutable std::mutex mu_;
   std::string status_ = "ok";
   std::unordered_map<uint32_t, uint64_t> ext_by_corr_;
