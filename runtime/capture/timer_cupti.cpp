@@ -64,7 +64,11 @@ class CuptiTimer final : public DeviceTimer {
   bool take(std::string* why) {
     CUptiResult r = api_.RegisterCallbacks(&CuptiTimer::buffer_requested, &CuptiTimer::buffer_completed);
     if (r != CUPTI_SUCCESS) return fail(why, "cuptiActivityRegisterCallbacks", r);
-    const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+    // External-correlation records are emitted for recorded CUDA API calls only, so
+    // the runtime and driver API kinds must be on too (seen on the H200: without
+    // them kernels arrive but no external record, and nothing joins).
+    const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
+                                        CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
                                         CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                         CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
     for (CUpti_ActivityKind k : kinds) {
