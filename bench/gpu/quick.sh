@@ -19,6 +19,8 @@ for f in glob.glob(sys.argv[1] + "/*.json"):
     print("timer:", j.get("device_timer"), "unattributed us:", j.get("unattributed_device_time_us"))
     tot = j["total_backend_time_us"]
     print(f"total backend device time {tot:.0f} us")
-    for b in j["backend_ops"][:10]:
+    tot = sum(b['time_us'] for b in j['backend_ops'] if b.get('dispatch_key') == 'CUDA')
+    print(f'CUDA backend ops: {tot:.0f} us')
+    for b in [b for b in j['backend_ops'] if b.get('dispatch_key') == 'CUDA'][:10]:
         print(f"  {100*b['time_us']/max(tot,1e-9):5.1f}% {b['time_us']:9.0f} us {b['calls']:4d}  {b['signature'][:100]}")
 PY

@@ -50,7 +50,7 @@ using KernelRecord = CUpti_ActivityKernel9;
 
 constexpr CUpti_ExternalCorrelationKind kKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
 constexpr size_t kBufferBytes = 4u << 20;
-constexpr size_t kMaxPending = 1u << 22;  // cap on unjoined records kept
+constexpr size_t kMaxPending = size_t{1} << 22;  // joins pending; records of one flush can be many  // cap on unjoined records kept
 
 class CuptiTimer;
 std::atomic<CuptiTimer*> g_timer{nullptr};
