@@ -133,6 +133,7 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
                   {"samples", json::array()}};
       }
       merged["kind"] = b.value("kind", "kernel");
+      merged["dispatch_key"] = b.value("dispatch_key", "CPU");
       merged["calls"] = merged["calls"].get<long>() + b.value("calls", 0L);
       merged["time_us"] = merged["time_us"].get<double>() + b.value("time_us", 0.0);
       for (const auto& s : ingest_samples(store, dir, b.value("samples", json::array())))
@@ -151,14 +152,18 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
   json list = json::array(), outer_list = json::array();
   double total = 0;
   long calls = 0;
+  json by_key = json::object();  // op time per dispatch key: CPU wall and CUDA device time don't add
   for (auto& [_, e] : entries) {
     total += e["time_us"].get<double>();
     calls += e["calls"].get<long>();
+    const std::string key = e.value("dispatch_key", "CPU");
+    by_key[key] = by_key.value(key, 0.0) + e["time_us"].get<double>();
     list.push_back(std::move(e));
   }
   for (auto& [_, o] : outer) outer_list.push_back(std::move(o));
   return {{"status", "ok"}, {"timing", timing},     {"processes", processes},
           {"time_us", total}, {"calls", calls},     {"entries", list},
+          {"time_us_by_dispatch_key", by_key},
           {"outer_ops", outer_list}};
 }
 
@@ -216,10 +221,19 @@ double bytes_moved(const json& args, const json& outputs) {
   return b;
 }
 
+std::string dispatch_key_of(const std::string& backend) {
+  return backend == "cuda" ? "CUDA" : "CPU";
+}
+
 std::vector<Target> targets_from_capture(const std::string& model, const json& record,
-                                         std::optional<double> ceiling) {
+                                         std::optional<double> ceiling,
+                                         const std::string& backend) {
   std::vector<Target> out;
+  const std::string key = dispatch_key_of(backend);
   for (const auto& e : record.value("entries", json::array())) {
+    // On a GPU, the ops the model runs on the CPU (weight init, data prep) are no
+    // targets and their wall time is not comparable with device time.
+    if (e.value("dispatch_key", "CPU") != key) continue;
     // Views, allocations and non-ATen ops count towards the model's time but are no
     // targets: forge overrides ATen kernels.
     const std::string kind = e.value("kind", "kernel");
@@ -277,16 +291,17 @@ void CaptureRule::apply(BuildContext& ctx) {
                             {"detail", rec.value("detail", "")}};
       continue;
     }
-    std::vector<Target> all = targets_from_capture(m.name, rec, ceiling);
+    std::vector<Target> all = targets_from_capture(m.name, rec, ceiling, ctx.device.backend);
     const int signatures = static_cast<int>(all.size());
-    std::vector<Target> chosen =
-        select_targets(std::move(all), ctx.manifest.targets, rec.value("time_us", 0.0));
+    const double op_time = rec.value("time_us_by_dispatch_key", json::object())
+                               .value(dispatch_key_of(ctx.device.backend), 0.0);
+    std::vector<Target> chosen = select_targets(std::move(all), ctx.manifest.targets, op_time);
     ctx.models[m.name] = {{"status", "ok"},
                           {"cached", outcome->cached},
                           {"timing", rec.value("timing", "")},
                           {"processes", rec.value("processes", 0)},
                           {"calls", rec.value("calls", 0L)},
-                          {"time_us", rec.value("time_us", 0.0)},
+                          {"time_us", op_time},
                           {"signatures", signatures},
                           {"selected", static_cast<int>(chosen.size())},
                           {"copy_ceiling_gbps", ceiling ? json(*ceiling / 1e9) : json(nullptr)}};

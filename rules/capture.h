@@ -15,9 +15,14 @@ class CaptureRule : public Rule {
   void apply(BuildContext& ctx) override;
 };
 
-// Turns a capture step's record into this model's targets (ranked, unselected).
+// Turns a capture step's record into this model's targets on `backend` ("cpu" |
+// "cuda"): the ATen kernels that ran there, unranked and unselected.
 std::vector<Target> targets_from_capture(const std::string& model, const nlohmann::json& record,
-                                         std::optional<double> ceiling_bytes_per_s);
+                                         std::optional<double> ceiling_bytes_per_s,
+                                         const std::string& backend);
+
+// "CUDA" for the cuda backend, "CPU" otherwise: the dispatch key a backend's kernels run at.
+std::string dispatch_key_of(const std::string& backend);
 
 // Bytes one call moves: every tensor argument read once, every output written once.
 double bytes_moved(const nlohmann::json& args, const nlohmann::json& outputs);

@@ -203,3 +203,30 @@ TEST_CASE("targets selection: ops list, top-N and minimum share") {
 
 TEST_SUITE_END();
 }  // namespace forge
+
+namespace forge {
+TEST_SUITE_BEGIN("rules::Capture");
+
+TEST_CASE("on a GPU only the CUDA kernels become targets; CPU wall time is not mixed in") {
+  auto entry = [](const char* op, const char* key, double us) {
+    return json{{"op", op},          {"dispatch_key", key}, {"signature", std::string(op) + "()"},
+                {"kind", "kernel"},  {"calls", 1},          {"time_us", us},
+                {"args", json::array()}, {"samples", json::array()}};
+  };
+  json record{{"entries",
+               {entry("uniform_", "CPU", 36944), entry("cudnn_convolution", "CUDA", 300),
+                entry("native_batch_norm", "CUDA", 100), entry("empty_strided", "CUDA", 0)}},
+              {"time_us_by_dispatch_key", {{"CPU", 36944}, {"CUDA", 400}}}};
+  record["entries"][3]["kind"] = "alloc";
+  auto cuda = targets_from_capture("r", record, std::nullopt, "cuda");
+  REQUIRE(cuda.size() == 2);
+  auto ranked = select_targets(cuda, TargetSelection{{}, 0, 0}, 400);
+  CHECK(ranked[0].op == "cudnn_convolution");
+  CHECK(ranked[0].share == doctest::Approx(0.75));
+  auto cpu = targets_from_capture("r", record, std::nullopt, "cpu");
+  REQUIRE(cpu.size() == 1);
+  CHECK(cpu[0].op == "uniform_");
+}
+
+TEST_SUITE_END();
+}  // namespace forge
