@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "util/hash.h"
-#include "util/strings.h"
 
 namespace forge {
 
@@ -23,13 +26,6 @@ TEST_CASE("typed sections: boundaries and order matter") {
   CHECK(h({{"flags", "-I"}, {"flags", "-O2"}}) != h({{"flags", "-I-O2"}}));
   CHECK(h({{"a", "1"}, {"b", "2"}}) != h({{"b", "2"}, {"a", "1"}}));
   CHECK(h({{"a", "1"}}) == h({{"a", "1"}}));
-}
-
-TEST_CASE("edit distance and did-you-mean") {
-  CHECK(edit_distance("budget", "budgt") == 1);
-  CHECK(edit_distance("", "abc") == 3);
-  CHECK(closest_match("biuld", {"build", "status", "clean"}) == "build");
-  CHECK(closest_match("frobnicate", {"build", "status"}) == "");
 }
 
 TEST_SUITE_END();
