@@ -148,6 +148,33 @@ TEST_CASE("unmodified scripts become ranked targets; an unchanged build does no 
   }
 }
 
+TEST_CASE("a TorchScript file with an inputs file is captured from C++") {
+  SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  test::write_text(dir / "export.py",
+                   "import torch, torch.nn as nn, torch.nn.functional as F\n"
+                   "class M(nn.Module):\n"
+                   "    def __init__(self):\n"
+                   "        super().__init__()\n"
+                   "        self.gn = nn.GroupNorm(4, 16)\n"
+                   "    def forward(self, x):\n"
+                   "        return torch.softmax(F.adaptive_avg_pool2d(self.gn(x), 1).flatten(1), -1)\n"
+                   "torch.jit.script(M().eval()).save('model.pt')\n"
+                   "torch.save([torch.randn(2, 16, 8, 8)], 'inputs.pt')\n");
+  int rc = std::system(("cd '" + dir.path().string() + "' && '" +
+                        (kRepo / ".venv/bin/python").string() + "' export.py").c_str());
+  REQUIRE(rc == 0);
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  ts: {torchscript: model.pt, inputs: inputs.pt}\n"
+                   "targets: {top: 0, min_share: 0}\n");
+  auto r = test::run_forge("--json capture", dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto ops = ops_of(json::parse(r.out)["targets"]);
+  for (const char* op : {"native_group_norm", "mean.dim", "_softmax"})
+    CHECK_MESSAGE(ops.count(op), "missing target op " << op);
+}
+
 TEST_CASE("a model whose command fails is reported with its output, exit 1") {
   SKIP_WITHOUT_TORCH();
   test::TempDir dir;
