@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/cli.h"
+#include "cli/cmd_try.h"
 #include "cli/report.h"
 #include "cli/session.h"
 #include "rules/rules.h"
@@ -163,6 +164,8 @@ const std::vector<CommandDef>& commands() {
       {"status", "status", "targets ranked by time share, with what is built", cmd_status},
       {"explain", "explain TARGET|MODEL", "why a target or model will or will not rebuild",
        cmd_explain},
+      {"try", "try TARGET FILE [--timeout S]",
+       "evaluate your own kernel (.cpp/.cu) against a target", cmd_try},
       {"clean", "clean", "remove the store (.forge/); git history stays", cmd_clean},
       {"version", "version", "print forge's version", cmd_version},
   };

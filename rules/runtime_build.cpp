@@ -39,7 +39,11 @@ std::string tail(const std::string& s, size_t n = 3000) {
   return s.size() > n ? "…" + s.substr(s.size() - n) : s;
 }
 
-json build_runtime(BuildContext& ctx, const fs::path& src, const fs::path& out) {
+// One CMake project of runtime/ built into out/build. `what` names it in
+// messages; `products` maps record keys to the files the build must produce.
+json build_runtime(BuildContext& ctx, const fs::path& src, const fs::path& out,
+                   const std::string& what,
+                   const std::vector<std::pair<std::string, std::string>>& products) {
   fs::create_directories(out);
   // Two forges building the same runtime wait for each other instead of racing.
   store::StoreLock lock(out, [&](const std::string& m) { ctx.builder.progress().warn(m); });
@@ -52,27 +56,59 @@ json build_runtime(BuildContext& ctx, const fs::path& src, const fs::path& out) 
   configure.timeout_seconds = 900;
   CommandResult r = ctx.runner.run(configure);
   if (!r.ok())
-    return failed_record("configuring the capture library failed (" + r.describe() + ")",
+    return failed_record("configuring the " + what + " failed (" + r.describe() + ")",
                          tail(r.out + r.err));
   Command make = configure;
   make.argv = {"cmake", "--build", build.string()};
   r = ctx.runner.run(make);
   if (!r.ok())
-    return failed_record("building the capture library failed (" + r.describe() + ")",
+    return failed_record("building the " + what + " failed (" + r.describe() + ")",
                          tail(r.out + r.err));
-  json rec{{"status", "ok"},
-           {"capture_lib", (build / "libforge_capture.so").string()},
-           {"torchscript_runner", (build / "forge_run_torchscript").string()}};
-  for (const char* key : {"capture_lib", "torchscript_runner"})
-    if (!fs::exists(rec[key].get<std::string>()))
-      return failed_record(std::string("the runtime build did not produce ") +
-                           rec[key].get<std::string>());
+  json rec{{"status", "ok"}};
+  for (const auto& [key, file] : products) {
+    rec[key] = (build / file).string();
+    if (!fs::exists(build / file))
+      return failed_record("the " + what + " build did not produce " + (build / file).string());
+  }
   return rec;
+}
+
+std::optional<std::pair<fs::path, std::string>> ensure_worker(BuildContext& ctx) {
+  const fs::path runtime = fs::path(FORGE_SOURCE_DIR) / "runtime";
+  const fs::path src = runtime / "worker";
+  if (!fs::is_directory(src)) {
+    ctx.notes.push_back("the evaluation worker's sources (runtime/worker) are missing");
+    return std::nullopt;
+  }
+  StepSpec spec;
+  spec.kind = "runtime";
+  spec.label = "evaluation worker for torch " + ctx.toolchain.torch_version;
+  spec.name = "runtime/worker";
+  // The worker includes the candidate ABI header from runtime/abi.
+  spec.inputs = {{"sources", tree_digest(src)},
+                 {"abi", tree_digest(runtime / "abi")},
+                 {"toolchain", ctx.toolchain.fingerprint()},
+                 {"torch_prefix", ctx.toolchain.torch_prefix}};
+  const std::string key = step_key(spec);
+  const fs::path out = user_cache_dir() / "runtime" / key.substr(0, 16);
+  spec.run = [&ctx, src, out] {
+    return build_runtime(ctx, src, out, "evaluation worker", {{"worker", "forge_worker"}});
+  };
+  spec.validate = [](const json& rec) { return fs::exists(rec.value("worker", "")); };
+  auto outcome = ctx.step(spec);
+  if (!outcome) return std::nullopt;
+  if (!record_ok(outcome->record)) {
+    ctx.notes.push_back(
+        "the evaluation worker did not build: " + outcome->record.value("reason", "") + "\n" +
+        outcome->record.value("detail", ""));
+    return std::nullopt;
+  }
+  return std::make_pair(fs::path(outcome->record["worker"].get<std::string>()), key);
 }
 
 }  // namespace
 
-std::optional<RuntimeLibs> ensure_runtime(BuildContext& ctx) {
+std::optional<RuntimeLibs> ensure_runtime(BuildContext& ctx, bool with_worker) {
   if (ctx.toolchain.torch_version.empty()) {
     ctx.failed = true;
     ctx.notes.push_back("torch is not importable by " + ctx.toolchain.python +
@@ -89,7 +125,11 @@ std::optional<RuntimeLibs> ensure_runtime(BuildContext& ctx) {
                  {"toolchain", ctx.toolchain.fingerprint()},
                  {"torch_prefix", ctx.toolchain.torch_prefix}};
   const fs::path out = user_cache_dir() / "runtime" / step_key(spec).substr(0, 16);
-  spec.run = [&ctx, src, out] { return build_runtime(ctx, src, out); };
+  spec.run = [&ctx, src, out] {
+    return build_runtime(
+        ctx, src, out, "capture library",
+        {{"capture_lib", "libforge_capture.so"}, {"torchscript_runner", "forge_run_torchscript"}});
+  };
   spec.validate = [](const json& rec) {
     return fs::exists(rec.value("capture_lib", "")) &&
            fs::exists(rec.value("torchscript_runner", ""));
@@ -97,8 +137,17 @@ std::optional<RuntimeLibs> ensure_runtime(BuildContext& ctx) {
   auto outcome = ctx.step(spec);
   if (!outcome || !record_ok(outcome->record)) return std::nullopt;
   const json& rec = outcome->record;
-  return RuntimeLibs{rec["capture_lib"].get<std::string>(),
-                     rec["torchscript_runner"].get<std::string>(), sources};
+  RuntimeLibs libs;
+  libs.capture_lib = rec["capture_lib"].get<std::string>();
+  libs.torchscript_runner = rec["torchscript_runner"].get<std::string>();
+  libs.digest = sources;
+  if (with_worker) {
+    auto worker = ensure_worker(ctx);
+    if (!worker) return std::nullopt;
+    libs.worker = worker->first;
+    libs.worker_digest = worker->second;
+  }
+  return libs;
 }
 
 }  // namespace forge

@@ -40,7 +40,8 @@ bool have_gpu();
 #define FORGE_SKIP_WITHOUT_GPU()                                             \
   do {                                                                       \
     if (!forge::test::have_gpu()) {                                          \
-      MESSAGE("SKIPPED (no GPU on this machine): " << doctest::getContextOptions()->currentTest); \
+      MESSAGE("SKIPPED (no GPU on this machine): "                           \
+              << doctest::getContextOptions()->currentTest->m_name);           \
       return;                                                                \
     }                                                                        \
   } while (0)

@@ -1,0 +1,103 @@
+#include "rules/executor.h"
+
+#include "rules/worker_client.h"
+
+namespace forge {
+using nlohmann::json;
+
+json EvalRequest::to_json() const {
+  return {{"cmd", "evaluate"},
+          {"op", op},
+          {"overload", overload},
+          {"args", args},
+          {"samples", samples},
+          {"family", family},
+          {"candidate", candidate.string()},
+          {"seed", seed},
+          {"bench", bench}};
+}
+
+namespace {
+
+// The worker's reply reasons after which it exits by itself (a sticky CUDA
+// error; a candidate that changed the dispatcher or left a thread running).
+bool worker_exits_after(const std::string& reason) {
+  return reason == "cuda_error" || reason == "library_call" || reason == "side_stream";
+}
+
+class LocalExecutor : public Executor {
+ public:
+  explicit LocalExecutor(LocalExecutorOptions options)
+      : m_options(std::move(options)), m_worker([this] {
+          WorkerCommand c;
+          c.argv = {m_options.worker.string()};
+          c.argv.insert(c.argv.end(), m_options.args.begin(), m_options.args.end());
+          c.env = m_options.env;
+          c.log = m_options.log;
+          c.start_timeout_seconds = m_options.start_timeout_seconds;
+          return c;
+        }()) {}
+
+  std::string fingerprint() const override { return "local|" + m_options.fingerprint; }
+
+  json worker_info() const override {
+    return m_worker.hello().is_null() ? json::object() : m_worker.hello();
+  }
+
+  EvalResult evaluate(const EvalRequest& request) override {
+    EvalResult res;
+    WorkerReply reply = m_worker.request(request.to_json(), request.timeout_seconds);
+    res.seconds = reply.seconds;
+    switch (reply.status) {
+      case WorkerReply::Status::Ok:
+        break;
+      case WorkerReply::Status::StartFailed:
+        res.verdict = "error";
+        res.reason = reply.reason;
+        res.detail = reply.detail;
+        return res;
+      default:  // timeout, crash, garbage: the candidate's doing; the worker is gone
+        res.verdict = "rejected";
+        res.reason = reply.reason;
+        res.detail = reply.detail;
+        return res;
+    }
+    const json& v = reply.value;
+    res.reply = v;
+    if (v.contains("error")) {
+      // The worker refused forge's request: nothing is known about the candidate.
+      res.verdict = "error";
+      res.reason = "worker_error";
+      res.detail = v["error"].is_string() ? v["error"].get<std::string>() : v["error"].dump();
+      return res;
+    }
+    res.verdict = v.value("verdict", "");
+    res.reason = v.value("reason", "");
+    res.detail = v.value("detail", "");
+    res.verify = v.contains("verify") ? v["verify"] : json();
+    res.bench = v.contains("bench") ? v["bench"] : json();
+    if (res.verdict != "accepted" && res.verdict != "rejected") {
+      m_worker.stop();
+      res.verdict = "rejected";
+      res.reason = "worker_protocol";
+      res.detail = "a reply without a verdict: " + v.dump().substr(0, 200);
+      return res;
+    }
+    if (v.value("worker_exits", false) || worker_exits_after(res.reason) ||
+        (res.verdict == "rejected" && m_options.restart_after_rejection))
+      m_worker.stop();
+    return res;
+  }
+
+ private:
+  LocalExecutorOptions m_options;
+  WorkerProcess m_worker;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_local_executor(LocalExecutorOptions options) {
+  return std::make_unique<LocalExecutor>(std::move(options));
+}
+
+}  // namespace forge

@@ -1,0 +1,43 @@
+// The strategy library's op families: targets/<family>/family.yaml says which
+// backend ops a family covers (`ops`), how its kernels are verified (`verify`,
+// `tolerance`), what a call costs (`cost`) and which calls one kernel may be
+// trusted with (`signature_family`). forge reads the file as JSON, the form the
+// worker receives it in (docs/WORKER.md, "family").
+//
+// Errors throw forge::Error naming the file: "<path>:LINE:COL: <message>" when
+// the place is known (YAML syntax, a bad value), else "<path>: <message>".
+// Keys this validator does not know are kept and passed on (families grow:
+// kernel templates, references); the ones it knows must be well-formed.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace forge {
+
+struct Family {
+  std::string name;              // the folder name, e.g. "softmax"
+  std::filesystem::path path;    // .../targets/softmax/family.yaml
+  nlohmann::json spec;           // the whole file as JSON
+  std::string digest;            // sha256 of the file's bytes (enters evaluation keys)
+  std::vector<std::string> ops;  // backend ops it covers: "_softmax", "mean.dim"
+};
+
+// The built-in strategy library: <forge source>/targets.
+std::filesystem::path default_targets_dir();
+
+// Reads and validates one family file.
+Family load_family(const std::filesystem::path& file);
+
+// Every targets/*/family.yaml under `root`, sorted by name. Throws on the first
+// invalid file, or when two families claim the same op (naming both files).
+std::vector<Family> load_families(const std::filesystem::path& root);
+
+// The family covering backend op `op`: an exact entry in `ops`, else the op's
+// name without its overload ("mean.dim" is covered by "mean"). nullopt if none.
+std::optional<Family> find_family(const std::vector<Family>& families, const std::string& op);
+
+}  // namespace forge

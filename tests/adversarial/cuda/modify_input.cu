@@ -1,0 +1,25 @@
+// CHEAT: modifying an input. Keeps exp(x - max) in the input buffer as
+// scratch. Rejected by verification (inputs compared bit for bit after the
+// call): "input_modified".
+#include <cstdint>
+
+#include "forge_kernel.h"
+
+__global__ void softmax_rows(float* in, float* out, int64_t rows, int64_t cols) {
+  int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  float* x = in + r * cols;
+  float* y = out + r * cols;
+  float m = -INFINITY, s = 0.f;
+  for (int64_t c = 0; c < cols; ++c) m = fmaxf(m, x[c]);
+  for (int64_t c = 0; c < cols; ++c) s += (x[c] = expf(x[c] - m));
+  for (int64_t c = 0; c < cols; ++c) y[c] = x[c] / s;
+}
+
+extern "C" int forge_kernel(const forge_call* call) {
+  const forge_tensor& x = call->inputs[0];
+  int64_t rows = x.sizes[0], cols = x.sizes[x.ndim - 1];
+  softmax_rows<<<(rows + 127) / 128, 128, 0, (cudaStream_t)call->stream>>>(
+      (float*)x.data, (float*)call->outputs[0].data, rows, cols);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}

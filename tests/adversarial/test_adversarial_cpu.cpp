@@ -1,0 +1,148 @@
+// The adversarial suite, CPU backend, for real: one capture of a tiny softmax
+// script with the real capture library, then `forge try` with every cheat in
+// tests/adversarial/cpu/ (each file's comment says what it does and what
+// rejects it) and one honest softmax. Every cheat must be rejected with its
+// reason; the honest one accepted. Runs the real worker (runtime/worker),
+// built by forge against the venv's torch; skipped, visibly, without torch.
+//
+// The candidates are .cc files so the test build's tests/*.cpp glob leaves them alone.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/support.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("adversarial::Cpu");
+
+namespace {
+
+const fs::path kRepo = fs::path(FORGE_TEST_DIR).parent_path();
+const fs::path kCheats = fs::path(FORGE_TEST_DIR) / "adversarial" / "cpu";
+
+bool have_torch() {
+  static const bool ok = std::system(("'" + (kRepo / ".venv/bin/python").string() +
+                                      "' -c 'import torch' >/dev/null 2>&1")
+                                         .c_str()) == 0;
+  return ok;
+}
+
+struct Expect {
+  const char* file;
+  const char* verdict;
+  const char* reason;
+  const char* detail;  // a substring of the detail ("" = anything)
+};
+
+// What rejects each cheat (tests/adversarial/cpu/<file> says why).
+const Expect kExpected[] = {
+    {"softmax_ok.cc", "accepted", "ok", "verified on"},
+    {"caching_by_pointer.cc", "rejected", "wrong_result", ""},
+    {"alias_output.cc", "rejected", "aliased_output", "outputs[0].data"},
+    {"side_thread.cc", "rejected", "static_check", "thread (line"},
+    {"library_dlsym.cc", "rejected", "static_check", "dynamic_loading (line"},
+    {"modify_input.cc", "rejected", "input_modified", ""},
+    {"hardcoded_shape.cc", "rejected", "nan_mismatch", "edge"},
+    {"precision_drop.cc", "rejected", "wrong_result", ""},
+    {"oob_read.cc", "rejected", "wrong_result", ""},
+    {"oob_write.cc", "rejected", "out_of_bounds", "wrote outside output"},
+    {"infinite_loop.cc", "rejected", "timeout", "no reply within"},
+    {"abort.cc", "rejected", "crashed (signal 6: Aborted)", ""},
+    {"segfault.cc", "rejected", "crashed (signal 11: Segmentation fault)", ""},
+    {"compile_error.cc", "rejected", "compile_error", "softmax_rows"},
+};
+
+std::string quote(const fs::path& p) {
+  return "'" + p.string() + "'";
+}
+
+}  // namespace
+
+TEST_CASE("every CPU cheat is rejected with its reason; the honest softmax is accepted") {
+  if (!have_torch()) {
+    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
+    return;
+  }
+  test::TempDir dir;
+  test::write_text(dir / "softmax.py",
+                   "import torch\n"
+                   "torch.manual_seed(0)\n"
+                   "x = torch.randn(64, 1000)\n"
+                   "for _ in range(3):\n"
+                   "    y = torch.softmax(x, dim=-1)\n"
+                   "print(float(y.sum()))\n");
+  test::write_text(
+      dir / "forge.yaml",
+      "models:\n  sm: {run: python softmax.py}\ntargets: {ops: [_softmax], min_share: 0}\n");
+
+  // Before a capture there is nothing to try against.
+  auto early = test::run_forge("try sm/_softmax " + quote(kCheats / "softmax_ok.cc"), dir.path());
+  CHECK(early.exit_code == 1);
+  CHECK(early.err ==
+        "forge: error: model 'sm' is not captured: run `forge build` or `forge capture` first\n");
+
+  auto cap = test::run_forge("--json capture", dir.path());
+  INFO(cap.err);
+  REQUIRE(cap.exit_code == 0);
+  json targets = json::parse(cap.out)["targets"];
+  REQUIRE(targets.size() == 1);
+  REQUIRE(targets[0]["op"] == "_softmax");
+  const std::string target = targets[0]["id"];
+
+  for (const Expect& e : kExpected) {
+    const std::string file = e.file;
+    CAPTURE(file);
+    const std::string timeout = std::string(e.reason) == "timeout" ? " --timeout 10" : "";
+    auto r = test::run_forge("--json try " + target + " " + quote(kCheats / e.file) + timeout,
+                             dir.path());
+    INFO(r.err);
+    json rec = json::parse(r.out, nullptr, false);
+    REQUIRE_MESSAGE(rec.is_object(), r.out);
+    INFO(rec.dump(2).substr(0, 3000));
+    CHECK(rec["verdict"] == e.verdict);
+    CHECK(rec["reason"] == e.reason);
+    CHECK(rec["detail"].get<std::string>().find(e.detail) != std::string::npos);
+    CHECK(r.exit_code == (std::string(e.verdict) == "accepted" ? 0 : 1));
+    if (std::string(e.verdict) == "accepted") {
+      CHECK(rec["bench"]["candidate_us"]["median"].get<double>() > 0);
+      CHECK(rec["bench"]["eager_us"]["median"].get<double>() > 0);
+      CHECK(rec["verify"]["cases"].get<int>() > 1);
+    }
+  }
+
+  // Text output: compile errors verbatim, timings beside the baselines.
+  auto text =
+      test::run_forge("try " + target + " " + quote(kCheats / "compile_error.cc"), dir.path());
+  CHECK(text.exit_code == 1);
+  CHECK(text.out.find("verdict    rejected (compile_error)") != std::string::npos);
+  // The compiler's own words, about the candidate's line 6 (compiled as candidate.cpp).
+  CHECK(text.out.find("candidate.cpp:6:") != std::string::npos);
+  CHECK(text.out.find("return softmax_rows(call);  // never declared") != std::string::npos);
+  auto ok = test::run_forge("try " + target + " " + quote(kCheats / "softmax_ok.cc"), dir.path());
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find("verdict    accepted (ok)") != std::string::npos);
+  CHECK(ok.out.find("torch.compile - (not measured yet)") != std::string::npos);
+  CHECK(ok.out.find("evaluated  in") != std::string::npos);
+  CHECK(ok.out.find("(cached)") != std::string::npos);  // the same candidate again
+
+  // Usage errors name the problem.
+  auto wrong_lang = test::run_forge(
+      "try " + target + " " + quote(kRepo / "tests" / "adversarial" / "cuda" / "softmax_ok.cu"),
+      dir.path());
+  CHECK(wrong_lang.exit_code == 2);
+  CHECK(wrong_lang.err.find("was captured on the CPU (write a .cpp)") != std::string::npos);
+  auto unknown =
+      test::run_forge("try nope/_softmax " + quote(kCheats / "softmax_ok.cc"), dir.path());
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("unknown target 'nope/_softmax'") != std::string::npos);
+}
+
+TEST_SUITE_END();
+}  // namespace forge
