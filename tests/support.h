@@ -41,7 +41,7 @@ bool have_gpu();
   do {                                                                       \
     if (!forge::test::have_gpu()) {                                          \
       MESSAGE("SKIPPED (no GPU on this machine): "                           \
-              << doctest::getContextOptions()->currentTest->m_name);           \
+              << std::string(doctest::getContextOptions()->currentTest->m_name)); \
       return;                                                                \
     }                                                                        \
   } while (0)
