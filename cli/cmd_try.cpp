@@ -190,16 +190,7 @@ int cmd_try(const Invocation& inv) {
     for (const auto& n : ctx.notes) why += "\n  " + n;
     throw Error("the evaluation worker is not available" + why);
   }
-  LocalExecutorOptions ex;
-  ex.worker = rt->worker;
-  ex.args = {"--backend", cuda ? "cuda" : "cpu"};
-  // The ceiling forge measured for this device: the worker need not measure it again.
-  if (auto ceiling = copy_ceiling(ctx))
-    ex.args.insert(ex.args.end(), {"--ceiling", std::to_string(*ceiling)});
-  ex.env["PATH"] = forge_path_env();
-  ex.log = ctx.manifest.store / "build" / "worker.log";
-  ex.fingerprint = rt->worker_digest;
-  auto executor = make_local_executor(ex);
+  auto executor = make_device_executor(ctx, *rt);
 
   EvalSettings settings;
   settings.timeout_seconds = args.timeout;

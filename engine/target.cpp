@@ -88,7 +88,9 @@ nlohmann::json target_json(const Target& t) {
           {"accepted", t.accepted},
           {"best_speedup_eager", opt(t.best_speedup_eager)},
           {"best_speedup_compile", opt(t.best_speedup_compile)},
-          {"floor_pct", opt(t.floor_pct)}};
+          {"floor_pct", opt(t.floor_pct)},
+          {"best_strategy", t.best_strategy.empty() ? nlohmann::json(nullptr)
+                                                    : nlohmann::json(t.best_strategy)}};
 }
 
 }  // namespace forge

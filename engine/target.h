@@ -28,11 +28,13 @@ struct Target {
   double amdahl = 1;      // best end-to-end speedup replacing this op could give (inf: all of it)
   int samples = 0;        // calls whose input values were saved
   nlohmann::json args;    // the capture's argument records
+  nlohmann::json outputs; // the capture's records of what the op returned
   nlohmann::json sample_inputs;  // [[{digest, dtype, sizes, strides}...], ...]
   // Filled by later stages (null in JSON until measured).
   int iterations = 0;
   int accepted = 0;
   std::optional<double> best_speedup_eager, best_speedup_compile, floor_pct;
+  std::string best_strategy;  // "rows_3pass {\"VEC\":8}" of the best accepted kernel
 };
 
 std::string signature_hash(const std::string& signature);

@@ -247,7 +247,8 @@ std::vector<Target> targets_from_capture(const std::string& model, const json& r
     t.calls = e.value("calls", 0L);
     t.time_us = e.value("time_us", 0.0);
     t.args = e.value("args", json::array());
-    t.bytes = bytes_moved(t.args, e.value("outputs", json::array()));
+    t.outputs = e.value("outputs", json::array());
+    t.bytes = bytes_moved(t.args, t.outputs);
     if (ceiling && *ceiling > 0) t.floor_us = t.bytes / *ceiling * 1e6;
     t.sample_inputs = e.value("samples", json::array());
     t.samples = static_cast<int>(t.sample_inputs.size());

@@ -1,5 +1,7 @@
 #include "rules/evaluate.h"
 
+#include "rules/ceiling.h"
+
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -174,6 +176,18 @@ std::vector<json> evaluate_candidates(BuildContext& ctx, Executor& executor, con
     rec["evaluation"] = {{"cached", outcome->cached}, {"seconds", r.value("seconds", 0.0)}};
   }
   return records;
+}
+
+std::unique_ptr<Executor> make_device_executor(BuildContext& ctx, const RuntimeLibs& rt) {
+  LocalExecutorOptions ex;
+  ex.worker = rt.worker;
+  ex.args = {"--backend", ctx.device.backend == "cuda" ? "cuda" : "cpu"};
+  if (auto ceiling = copy_ceiling(ctx))
+    ex.args.insert(ex.args.end(), {"--ceiling", std::to_string(*ceiling)});
+  ex.env["PATH"] = forge_path_env();
+  ex.log = ctx.manifest.store / "build" / "worker.log";
+  ex.fingerprint = rt.worker_digest;
+  return make_local_executor(ex);
 }
 
 }  // namespace forge

@@ -29,6 +29,7 @@
 #include "rules/compile.h"
 #include "rules/executor.h"
 #include "rules/family.h"
+#include "rules/runtime_build.h"
 
 namespace forge {
 
@@ -45,6 +46,10 @@ std::vector<nlohmann::json> evaluate_candidates(BuildContext& ctx, Executor& exe
                                                 const Target& target, const Family& family,
                                                 const std::vector<CandidateSource>& sources,
                                                 const EvalSettings& settings = {});
+
+// The local executor for ctx's device, over the worker of `rt`, told the copy
+// ceiling forge measured (so the worker need not measure it again).
+std::unique_ptr<Executor> make_device_executor(BuildContext& ctx, const RuntimeLibs& rt);
 
 // The target's captured samples as the worker reads them: each tensor written
 // from the store to <store>/build/objects/<digest>.bin. Throws forge::Error

@@ -1,0 +1,67 @@
+// The whole CPU loop for real: capture an unmodified script, search its
+// layer_norm and softmax targets with the strategy library, verify and time
+// every candidate in the worker, accept what is faster. Skipped (visibly)
+// where torch is not importable.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("rules::SearchTorch");
+
+TEST_CASE("the example's targets are searched, a candidate is accepted, and the tree is incremental") {
+  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
+  if (std::system(("'" + (repo / ".venv/bin/python").string() +
+                   "' -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
+    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
+    return;
+  }
+  test::TempDir dir;
+  fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  transformer: {run: python transformer.py}\n"
+                   "targets: {ops: [native_layer_norm, _softmax], top: 0, min_share: 0}\n"
+                   "budget: {iterations: 2}\n");
+
+  auto first = test::run_forge("--json build", dir.path());
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  json r = json::parse(first.out);
+  REQUIRE(r["targets"].size() >= 2);
+  int accepted = 0;
+  for (const auto& t : r["targets"]) {
+    CHECK(t["iterations"] == 2);
+    accepted += t["accepted"].get<int>();
+    if (t["accepted"].get<int>() > 0) {
+      CHECK(t["best_speedup_eager"].get<double>() > 1.0);
+      CHECK(t["best_strategy"].is_string());
+    }
+  }
+  CHECK_MESSAGE(accepted >= 1, "no candidate was accepted: " << first.out);
+
+  auto again = test::run_forge("--json build", dir.path());
+  REQUIRE(again.exit_code == 0);
+  json r2 = json::parse(again.out);
+  CHECK(r2["steps_run"] == 0);
+  CHECK(r2["targets"] == r["targets"]);
+
+  // One more iteration per target: at most one compile and one evaluation each
+  // (a candidate the static check rejects runs neither), nothing else.
+  auto more = test::run_forge("--json build --budget 3", dir.path());
+  REQUIRE(more.exit_code == 0);
+  json r3 = json::parse(more.out);
+  for (const auto& t : r3["targets"]) CHECK(t["iterations"] == 3);
+  CHECK(r3["steps_run"].get<int>() >= 1);
+  CHECK(r3["steps_run"].get<int>() <= 2 * static_cast<int>(r3["targets"].size()));
+}
+
+TEST_SUITE_END();
+}  // namespace forge

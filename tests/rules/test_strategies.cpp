@@ -1,0 +1,84 @@
+#include <doctest/doctest.h>
+
+#include "rules/strategies.h"
+#include "tests/support.h"
+
+namespace forge {
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("rules::Strategies");
+
+namespace {
+Strategy make(std::string name, json params) {
+  Strategy s;
+  s.name = std::move(name);
+  s.backend = "cpu";
+  s.params = std::move(params);
+  s.applies = {{"dtype", {"float32"}}, {"layout", "contiguous"}};
+  s.text = "int forge_kernel();\n";
+  return s;
+}
+Target softmax_target(std::vector<long> strides) {
+  Target t;
+  t.args = json::array({{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {4, 8}},
+                         {"strides", strides}}});
+  t.outputs = json::array({{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {4, 8}},
+                            {"strides", {8, 1}}}});
+  return t;
+}
+}  // namespace
+
+TEST_CASE("every shipped strategy library loads and its sources exist") {
+  for (const auto& f : load_families(default_targets_dir())) {
+    auto strategies = load_strategies(f);
+    for (const auto& s : strategies) {
+      CHECK_FALSE(s.text.empty());
+      CHECK((s.backend == "cpu" || s.backend == "cuda"));
+      CHECK_FALSE(param_grid(s).empty());
+    }
+  }
+}
+
+TEST_CASE("instances are the template with #defines in front; grids are complete") {
+  Strategy s = make("rows", {{"VEC", {8, 16}}, {"UNROLL", {1, 2, 4}}});
+  CHECK(param_grid(s).size() == 6);
+  CHECK(param_grid(s).front() == json{{"UNROLL", 1}, {"VEC", 8}});
+  std::string src = instantiate(s, {{"VEC", 16}, {"UNROLL", 2}});
+  CHECK(src == "// forge strategy rows\n#define FORGE_P_UNROLL 2\n#define FORGE_P_VEC 16\n"
+               "int forge_kernel();\n");
+}
+
+TEST_CASE("applies: dtype, output dtype and layout") {
+  Strategy s = make("rows", json::object());
+  CHECK(strategy_applies(s, softmax_target({8, 1}), "cpu"));
+  CHECK_FALSE(strategy_applies(s, softmax_target({1, 4}), "cpu"));  // transposed
+  CHECK_FALSE(strategy_applies(s, softmax_target({8, 1}), "cuda"));
+  Target half = softmax_target({8, 1});
+  half.args[0]["dtype"] = "float16";
+  CHECK_FALSE(strategy_applies(s, half, "cpu"));
+}
+
+TEST_CASE("the proposer starts with each strategy's defaults, then refines one step at a time") {
+  std::vector<Strategy> lib{make("a", {{"X", {1, 2, 3}}}), make("b", {{"Y", {7}}})};
+  StrategyProposer p(lib);
+  mcts::Tree tree;
+  mcts::Rng rng(0);
+  auto root = p.actions(tree, mcts::kRoot, rng);
+  REQUIRE(root.size() == 4);  // a{X:1}, b{Y:7}, then a{X:2}, a{X:3}
+  CHECK(root[0].strategy == "a");
+  CHECK(root[1].strategy == "b");
+  CHECK(root[2].params == json{{"X", 2}});
+  mcts::Search search(tree, p);
+  auto node = search.begin_expansion({mcts::kRoot, mcts::Action{"strategy", "a", {{"X", 2}}, ""}});
+  mcts::Outcome ok;
+  ok.status = mcts::Outcome::Status::Ok;
+  ok.speedup = 1.5;
+  search.complete(node, ok);
+  auto children = p.actions(tree, node, rng);
+  REQUIRE(children.size() == 2);  // X:1 and X:3; never X:2 again
+  CHECK(children[0].params == json{{"X", 1}});
+  CHECK(children[1].params == json{{"X", 3}});
+}
+
+TEST_SUITE_END();
+}  // namespace forge
