@@ -112,17 +112,32 @@ void SearchRule::apply(BuildContext& ctx) {
   std::unique_ptr<Executor> executor;
   int searched = 0;
   for (auto& t : ctx.targets) {
+    try {
+      searched += search_target(ctx, t, families, budget, rt, executor);
+    } catch (const std::exception& e) {
+      // One broken family or strategy file costs its target, not the build.
+      ctx.failed = true;
+      ctx.notes.push_back("search of " + t.id + " failed: " + e.what());
+    }
+  }
+  if (searched == 0)
+    ctx.notes.push_back("search: no target has a strategy family for this backend yet");
+}
+
+int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Family>& families,
+                              const Budget& budget, std::optional<RuntimeLibs>& rt,
+                              std::unique_ptr<Executor>& executor) {
+  {
     auto family = find_family(families, t.op);
-    if (!family) continue;
+    if (!family) return 0;
     std::vector<Strategy> strategies;
     for (auto& s : load_strategies(*family))
       if (strategy_applies(s, t, ctx.device.backend)) strategies.push_back(std::move(s));
-    if (strategies.empty()) continue;
+    if (strategies.empty()) return 0;
     if (!rt) {
       rt = ensure_runtime(ctx, /*with_worker=*/true);
       if (!rt) {
-        ctx.notes.push_back("search: the evaluation worker is not built, nothing was searched");
-        return;
+        throw std::runtime_error("the evaluation worker is not built");
       }
     }
     const std::string context = search_context(ctx, t, *family, strategies, rt->worker_digest);
@@ -159,10 +174,8 @@ void SearchRule::apply(BuildContext& ctx) {
       }
     }
     report_best(ctx, t, tree);
-    ++searched;
+    return 1;
   }
-  if (searched == 0)
-    ctx.notes.push_back("search: no target has a strategy family for this backend yet");
 }
 
 }  // namespace forge

@@ -8,7 +8,13 @@
 // executor owns a single worker).
 #pragma once
 
+#include <memory>
+#include <optional>
+
 #include "engine/build.h"
+#include "rules/executor.h"
+#include "rules/family.h"
+#include "rules/runtime_build.h"
 
 namespace forge {
 
@@ -16,6 +22,13 @@ class SearchRule : public Rule {
  public:
   std::string name() const override { return "search"; }
   void apply(BuildContext& ctx) override;
+
+ private:
+  // 1 when `t` was searched, 0 when no strategy applies. The worker is built and
+  // the executor started on first need.
+  int search_target(BuildContext& ctx, Target& t, const std::vector<Family>& families,
+                    const Budget& budget, std::optional<RuntimeLibs>& rt,
+                    std::unique_ptr<Executor>& executor);
 };
 
 }  // namespace forge

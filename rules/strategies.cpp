@@ -105,7 +105,19 @@ bool strategy_applies(const Strategy& s, const Target& target, const std::string
   if (!listed(s.applies.value("dtype", json()), in->value("dtype", ""))) return false;
   const json* out = first_tensor(target.outputs);
   if (out && !listed(s.applies.value("out_dtype", json()), out->value("dtype", ""))) return false;
-  if (s.applies.value("layout", "") == "contiguous" && !contiguous(*in)) return false;
+  // layout: one name or a list. "contiguous"/"nchw" need a row-major input; other
+  // layouts (channels_last) are left to the kernel's own run-time check.
+  json layouts = s.applies.value("layout", json());
+  if (layouts.is_string()) layouts = json::array({layouts});
+  if (layouts.is_array() && !layouts.empty()) {
+    bool ok = false;
+    for (const auto& l : layouts) {
+      const std::string name = l.is_string() ? l.get<std::string>() : "";
+      ok |= ((name == "contiguous" || name == "nchw") && contiguous(*in)) ||
+            (name != "contiguous" && name != "nchw");
+    }
+    if (!ok) return false;
+  }
   return true;
 }
 

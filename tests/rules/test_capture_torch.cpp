@@ -59,7 +59,7 @@ TEST_CASE("unmodified scripts become ranked targets; an unchanged build does no 
   test::TempDir dir;
   make_project(dir.path());
 
-  auto first = test::run_forge("--json build", dir.path());
+  auto first = test::run_forge("--json capture", dir.path());
   INFO(first.err);
   REQUIRE(first.exit_code == 0);
   json r = json::parse(first.out);
@@ -83,7 +83,7 @@ TEST_CASE("unmodified scripts become ranked targets; an unchanged build does no 
     if (r["targets"][i]["model"] == r["targets"][i - 1]["model"])
       CHECK(r["targets"][i]["time_us"].get<double>() <= r["targets"][i - 1]["time_us"].get<double>());
 
-  auto second = test::run_forge("--json build", dir.path());
+  auto second = test::run_forge("--json capture", dir.path());
   REQUIRE(second.exit_code == 0);
   json r2 = json::parse(second.out);
   CHECK(r2["steps_run"] == 0);
@@ -99,7 +99,7 @@ TEST_CASE("unmodified scripts become ranked targets; an unchanged build does no 
     CHECK(ex.exit_code == 0);
     CHECK(ex.out.find("capture cnn: will run") != std::string::npos);
     CHECK(ex.out.find("input 'files' changed") != std::string::npos);
-    auto third = test::run_forge("--json build", dir.path());
+    auto third = test::run_forge("--json capture", dir.path());
     REQUIRE(third.exit_code == 0);
     CHECK(json::parse(third.out)["steps_run"] == 1);
     auto ex2 = test::run_forge("explain transformer", dir.path());

@@ -1,0 +1,336 @@
+/* batch_norm in inference, CUDA strategy "flat_affine": the tensor as a flat
+ * array of 16-byte vectors, each vector's channel looked up (one vector lies
+ * in one channel when the channel's run - HxW for NCHW, 1 for channels-last -
+ * is a multiple of the vector width; otherwise per element).
+ *
+ * Math (eval mode), per channel c, fp32: invstd = rsqrt(running_var[c] + eps);
+ * y = fma((x - running_mean[c]) * invstd, w[c], b[c]) - the stock CUDA
+ * kernel's arithmetic; save_mean = running_mean, save_invstd = invstd when the
+ * caller gives them C elements (CUDA eval returns [C] fp32), nothing when empty.
+ * Op: aten::native_batch_norm(input, weight?, bias?, running_mean?,
+ *     running_var?, training, momentum, eps) -> (out, save_mean, save_invstd),
+ * training = False (bf16 BatchNorm reaches it on CUDA; fp32 goes to cuDNN).
+ * Shapes: input [N, C, *] NCHW- or channels-last-contiguous, or [N, C]; out
+ * with the input's strides.
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * training false; input/out of one float dtype with equal strides; running
+ * stats present; weight/bias optional; parameters C contiguous elements of
+ * one float dtype (the input's or float32); save_* empty or C elements. A
+ * launch failure returns 1.
+ *
+ * Why it is fast: pure streaming at one read + one write (the floor), 16-byte
+ * vectors, FORGE_P_UNROLL vectors in flight per thread, per-channel constants
+ * from L1 (__ldg); no per-call allocation of alpha/beta tensors.
+ * Compiled here (nvcc 13, sm_90a) but not run on this machine: no GPU.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "forge_kernel.h"
+
+#ifndef FORGE_P_BLOCK
+#define FORGE_P_BLOCK 256 /* threads per block: 128, 256, 512 */
+#endif
+#ifndef FORGE_P_UNROLL
+#define FORGE_P_UNROLL 2 /* 16-byte vectors per thread per step: 1, 2, 4 */
+#endif
+#define ACCEPT_CHANNELS_LAST 1
+
+/* ---- common device helpers (the same block in every CUDA template) ---- */
+#pragma nv_diag_suppress 177 /* helpers a template does not use */
+namespace {
+
+template <class T> struct Io;
+template <> struct Io<float> {
+  static __device__ __forceinline__ float to(float v) { return v; }
+  static __device__ __forceinline__ float from(float v) { return v; }
+};
+template <> struct Io<__half> {
+  static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+};
+template <> struct Io<__nv_bfloat16> {
+  static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+};
+
+// N elements of T as one naturally aligned chunk (N * sizeof(T) = 4, 8 or 16
+// bytes: one vector access; 32 bytes: two 16-byte accesses).
+template <class T, int N> struct alignas(N * sizeof(T) > 16 ? 16 : N * sizeof(T)) Pack {
+  T v[N];
+};
+// Loads N consecutive elements (one vector instruction when N*sizeof(T) is
+// 4/8/16 and p is aligned to it) into fp32.
+template <class T, int N>
+__device__ __forceinline__ void load_n(const T* p, float* out) {
+  Pack<T, N> pk = *reinterpret_cast<const Pack<T, N>*>(p);
+#pragma unroll
+  for (int k = 0; k < N; ++k) out[k] = Io<T>::to(pk.v[k]);
+}
+template <class T, int N>
+__device__ __forceinline__ void store_n(T* p, const float* in) {
+  Pack<T, N> pk;
+#pragma unroll
+  for (int k = 0; k < N; ++k) pk.v[k] = Io<T>::from(in[k]);
+  *reinterpret_cast<Pack<T, N>*>(p) = pk;
+}
+
+template <int LANES>
+__device__ __forceinline__ float group_max(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <int LANES>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// Block-wide reductions (every thread gets the result). `scratch`: 32 floats
+// of shared memory; the block size is a multiple of 32.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_sum<32>(v);
+  __syncthreads();  // scratch may still be read from a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return group_sum<32>(v);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_max<32>(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -INFINITY;
+  return group_max<32>(v);
+}
+
+inline bool host_contiguous(const forge_tensor& t) {
+  int64_t expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return true;
+}
+inline int64_t host_numel(const forge_tensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
+  return n;
+}
+inline bool host_float(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_FLOAT16 || d == FORGE_BFLOAT16; }
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+inline size_t dtype_size(int32_t d) { return d == FORGE_FLOAT32 ? 4 : 2; }
+// A launch error (bad configuration, too many resources) as a nonzero return.
+inline int launch_status() { return cudaPeekAtLastError() == cudaSuccess ? 0 : 1; }
+
+}  // namespace
+
+namespace {
+// Calls f(T{}) with T the storage type of dtype d; 1 for other dtypes.
+template <class F>
+int with_dtype(int32_t d, F&& f) {
+  switch (d) {
+    case FORGE_FLOAT32: return f(float{});
+    case FORGE_FLOAT16: return f(__half{});
+    case FORGE_BFLOAT16: return f(__nv_bfloat16{});
+    default: return 1;
+  }
+}
+}  // namespace
+
+namespace {
+
+constexpr int BLOCK = FORGE_P_BLOCK;
+constexpr int UNROLL = FORGE_P_UNROLL;
+static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
+static_assert(UNROLL >= 1 && UNROLL <= 8, "FORGE_P_UNROLL: 1..8");
+
+struct BnArgs {
+  const void* x;
+  const void* w;
+  const void* b;
+  const void* rm;
+  const void* rv;
+  void* y;
+  void* save_mean;    // NULL: the caller's save_mean is empty
+  void* save_invstd;
+  int64_t N, C, HW, numel;
+  bool channels_last;  // NHWC memory: the channel is the fastest dim
+  float eps;
+};
+
+// The stock CUDA arithmetic: invstd = rsqrt(var + eps) (batch_norm_calc_invstd),
+// y = ((x - mean) * invstd) * w + b, contracted by nvcc to one fma.
+template <class TP>
+__device__ __forceinline__ void channel_params(const TP* rm, const TP* rv, const TP* w, const TP* b, int64_t c,
+                                               float eps, float& mean, float& invstd, float& wc, float& bc) {
+  mean = Io<TP>::to(rm[c]);
+  invstd = rsqrtf(Io<TP>::to(rv[c]) + eps);
+  wc = w ? Io<TP>::to(w[c]) : 1.0f;
+  bc = b ? Io<TP>::to(b[c]) : 0.0f;
+}
+__device__ __forceinline__ float bn_apply(float x, float mean, float invstd, float wc, float bc) {
+  return fmaf((x - mean) * invstd, wc, bc);
+}
+
+// save_mean = running_mean, save_invstd = rsqrt(running_var + eps), [C].
+template <class TP, class TS>
+__device__ __forceinline__ void write_saved(const TP* rm, const TP* rv, TS* sm, TS* si, int64_t C, float eps) {
+  if (!sm) return;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < C;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    sm[c] = Io<TS>::from(Io<TP>::to(rm[c]));
+    si[c] = Io<TS>::from(rsqrtf(Io<TP>::to(rv[c]) + eps));
+  }
+}
+
+// Channel of flat element i: (i / HW) % C for NCHW, i % C for channels-last.
+__device__ __forceinline__ int64_t channel_of(int64_t i, int64_t C, int64_t HW, bool cl) {
+  return cl ? i % C : (i / HW) % C;
+}
+
+template <class T, class TP, class TS, int VW, bool VEC>
+__global__ void __launch_bounds__(BLOCK) bn_flat(const T* __restrict__ x, const TP* __restrict__ w,
+                                                 const TP* __restrict__ b, const TP* __restrict__ rm,
+                                                 const TP* __restrict__ rv, T* __restrict__ y, TS* __restrict__ sm,
+                                                 TS* __restrict__ si, int64_t numel, int64_t C, int64_t HW, bool cl,
+                                                 float eps) {
+  write_saved(rm, rv, sm, si, C, eps);
+  const int64_t nvec = numel / VW;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * BLOCK * UNROLL;
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * BLOCK * UNROLL + threadIdx.x; base < nvec; base += stride) {
+    float v[UNROLL][VW];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int64_t iv = base + static_cast<int64_t>(u) * BLOCK;
+      if (iv < nvec) {
+        if (VEC) load_n<T, VW>(x + iv * VW, v[u]);
+        else v[u][0] = Io<T>::to(x[iv]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int64_t iv = base + static_cast<int64_t>(u) * BLOCK;
+      if (iv >= nvec) continue;
+      if (VEC && !cl) {
+        // The whole vector lies in one channel (HW % VW == 0).
+        float mean, invstd, wc, bc;
+        channel_params(rm, rv, w, b, channel_of(iv * VW, C, HW, false), eps, mean, invstd, wc, bc);
+#pragma unroll
+        for (int e = 0; e < VW; ++e) v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VW; ++e) {
+          float mean, invstd, wc, bc;
+          channel_params(rm, rv, w, b, channel_of(iv * VW + e, C, HW, cl), eps, mean, invstd, wc, bc);
+          v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
+        }
+      }
+      if (VEC) store_n<T, VW>(y + iv * VW, v[u]);
+      else y[iv] = Io<T>::from(v[u][0]);
+    }
+  }
+}
+
+template <class T, class TP, class TS>
+int launch(const BnArgs& a, cudaStream_t stream) {
+  constexpr int VW = 16 / sizeof(T);
+  // Vectors need aligned pointers and a whole number of vectors per channel
+  // run (NCHW: HW % VW; channels-last: C % VW, and each vector then spans VW
+  // consecutive channels - handled per element).
+  const bool vec = aligned16(a.x) && aligned16(a.y) && a.numel % VW == 0 &&
+                   (a.channels_last ? a.C % VW == 0 : a.HW % VW == 0);
+  const int64_t nvec = vec ? a.numel / VW : a.numel;
+  int64_t blocks = (nvec + static_cast<int64_t>(BLOCK) * UNROLL - 1) / (static_cast<int64_t>(BLOCK) * UNROLL);
+  const int64_t min_blocks = (a.C + BLOCK - 1) / BLOCK;  // write_saved covers C with the grid
+  if (blocks < min_blocks) blocks = min_blocks;
+  if (blocks > 0x7fffffffLL) blocks = 0x7fffffffLL;
+  auto run = [&](auto kernel) {
+    kernel<<<static_cast<unsigned>(blocks), BLOCK, 0, stream>>>(
+        static_cast<const T*>(a.x), static_cast<const TP*>(a.w), static_cast<const TP*>(a.b),
+        static_cast<const TP*>(a.rm), static_cast<const TP*>(a.rv), static_cast<T*>(a.y), static_cast<TS*>(a.save_mean),
+        static_cast<TS*>(a.save_invstd), a.numel, a.C, a.HW, a.channels_last, a.eps);
+  };
+  if (vec) run(bn_flat<T, TP, TS, VW, true>);
+  else run(bn_flat<T, TP, TS, 1, false>);
+  return launch_status();
+}
+
+inline bool channels_last_layout(const forge_tensor& t) {
+  if (t.ndim < 3) return false;
+  const int64_t C = t.sizes[1];
+  if (C != 1 && t.strides[1] != 1) return false;
+  int64_t expect = C;
+  for (int d = t.ndim - 1; d >= 2; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return t.sizes[0] == 1 || t.strides[0] == expect;
+}
+
+template <class T>
+int dispatch_p(const BnArgs& a, int32_t x_dtype, int32_t p_dtype, int32_t s_dtype, cudaStream_t stream) {
+  if (p_dtype == x_dtype) {
+    if (s_dtype == FORGE_FLOAT32) return launch<T, T, float>(a, stream);
+    if (s_dtype == x_dtype) return launch<T, T, T>(a, stream);
+  } else if (p_dtype == FORGE_FLOAT32) {
+    if (s_dtype == FORGE_FLOAT32) return launch<T, float, float>(a, stream);
+    if (s_dtype == x_dtype) return launch<T, float, T>(a, stream);
+  }
+  return 1;
+}
+
+}  // namespace
+
+// native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean,
+//                   Tensor? running_var, bool training, float momentum, float eps)
+//   -> (Tensor out, Tensor save_mean, Tensor save_invstd)      (training=False only)
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != 5 || call->n_outputs != 3 || call->n_scalars < 3) return 1;
+  const forge_tensor& x = call->inputs[0];
+  const forge_tensor& w = call->inputs[1];
+  const forge_tensor& b = call->inputs[2];
+  const forge_tensor& rm = call->inputs[3];
+  const forge_tensor& rv = call->inputs[4];
+  const forge_tensor& y = call->outputs[0];
+  const forge_tensor& sm = call->outputs[1];
+  const forge_tensor& si = call->outputs[2];
+  if (call->scalars[0].kind != FORGE_ARG_BOOL || call->scalars[0].i != 0) return 1;  // eval mode only
+  if (call->scalars[2].kind != FORGE_ARG_FLOAT) return 1;
+  if (!x.data || x.ndim < 2 || !host_float(x.dtype)) return 1;
+  if (!y.data || y.ndim != x.ndim || y.dtype != x.dtype) return 1;
+  for (int d = 0; d < x.ndim; ++d)
+    if (y.sizes[d] != x.sizes[d] || (x.sizes[d] != 1 && y.strides[d] != x.strides[d])) return 1;
+  const int64_t N = x.sizes[0], C = x.sizes[1], numel = host_numel(x);
+  const int64_t HW = N * C ? numel / (N * C) : 0;
+  const bool nchw = host_contiguous(x);
+  const bool cl = channels_last_layout(x);
+  if (!nchw && !(ACCEPT_CHANNELS_LAST && cl)) return 1;
+  if (!rm.data || !rv.data) return 1;
+  const forge_tensor* params[4] = {&w, &b, &rm, &rv};
+  for (const forge_tensor* p : params) {
+    if (!p->data) continue;
+    if (p->dtype != rm.dtype || !host_float(p->dtype) || host_numel(*p) != C || !host_contiguous(*p)) return 1;
+  }
+  const int64_t ns = host_numel(sm);
+  if (host_numel(si) != ns || (ns != 0 && ns != C)) return 1;
+  if (ns && (!sm.data || !si.data || sm.dtype != si.dtype || !host_float(sm.dtype) || !host_contiguous(sm) ||
+             !host_contiguous(si)))
+    return 1;
+  if (numel == 0) return 0;
+  BnArgs a{x.data, w.data, b.data, rm.data, rv.data, y.data, ns ? sm.data : nullptr, ns ? si.data : nullptr,
+           N, C, HW, numel, !nchw, static_cast<float>(call->scalars[2].f)};
+  cudaStream_t stream = static_cast<cudaStream_t>(call->stream);
+  return with_dtype(x.dtype, [&](auto t) {
+    using T = decltype(t);
+    return dispatch_p<T>(a, x.dtype, rm.dtype, ns ? sm.dtype : FORGE_FLOAT32, stream);
+  });
+}

@@ -1,0 +1,395 @@
+/* group_norm, CUDA strategy "split_group": each (sample, group) slice split
+ * into chunks of FORGE_P_CHUNK elements, one block per chunk: a statistics
+ * kernel writes per-chunk partial moments to the workspace, an apply kernel
+ * merges its group's partials (fixed order: deterministic) and normalizes its
+ * chunk. Two reads and one write of x, whatever the slice size.
+ *
+ * Math: chunk k of slice s (n_k elements), fp32: K = its first element,
+ * S1 = sum (x - K), S2 = sum (x - K)^2; mean_k = K + S1/n_k,
+ * M2_k = S2 - S1^2/n_k. Merged (Chan et al.): n = n_a + n_b,
+ * d = mean_b - mean_a, mean = mean_a + d*n_b/n, M2 = M2_a + M2_b + d^2*n_a*n_b/n;
+ * var = M2/|s|; rstd = rsqrt(var + eps); per channel scale = rstd * w[c],
+ * bias = fma(-scale, mean, b[c]); y = fma(x, scale, bias).
+ * Op: aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias,
+ *     SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (out, mean, rstd).
+ * Shapes: input [N, C, *] NCHW; out like input; mean/rstd [N, G].
+ * Workspace: N*G*ceil(|s|/CHUNK) * 3 floats (forge_workspace_bytes).
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * as block_group (NCHW-contiguous float32/float16/bfloat16, C % group == 0,
+ * weight/bias of the input's dtype or float32, mean/rstd N*G contiguous);
+ * workspace at least forge_workspace_bytes. A launch failure returns 1.
+ *
+ * Why it is fast: the Apex/sglang recipe for big planes (SD/VAE group_norm:
+ * 1 x 128 x 1024 x 1024 is 32 groups of 8 MB): N*G blocks would leave most of
+ * 132 SMs idle, so the reduction is split across SPLIT = |s|/CHUNK blocks per
+ * group, one writer per workspace slot (deterministic, no atomics), and the
+ * normalize pass is fused with the merge. 16-byte vectors when HxW and the
+ * pointers allow. Compiled here (nvcc 13, sm_90a) but not run here: no GPU.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "forge_kernel.h"
+
+#ifndef FORGE_P_BLOCK
+#define FORGE_P_BLOCK 256 /* threads per chunk: 128, 256, 512 */
+#endif
+#ifndef FORGE_P_CHUNK
+#define FORGE_P_CHUNK 32768 /* elements per block: 8192, 32768, 131072 (a multiple of 8) */
+#endif
+
+/* ---- common device helpers (the same block in every CUDA template) ---- */
+#pragma nv_diag_suppress 177 /* helpers a template does not use */
+namespace {
+
+template <class T> struct Io;
+template <> struct Io<float> {
+  static __device__ __forceinline__ float to(float v) { return v; }
+  static __device__ __forceinline__ float from(float v) { return v; }
+};
+template <> struct Io<__half> {
+  static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+};
+template <> struct Io<__nv_bfloat16> {
+  static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+};
+
+// N elements of T as one naturally aligned chunk (N * sizeof(T) = 4, 8 or 16
+// bytes: one vector access; 32 bytes: two 16-byte accesses).
+template <class T, int N> struct alignas(N * sizeof(T) > 16 ? 16 : N * sizeof(T)) Pack {
+  T v[N];
+};
+// Loads N consecutive elements (one vector instruction when N*sizeof(T) is
+// 4/8/16 and p is aligned to it) into fp32.
+template <class T, int N>
+__device__ __forceinline__ void load_n(const T* p, float* out) {
+  Pack<T, N> pk = *reinterpret_cast<const Pack<T, N>*>(p);
+#pragma unroll
+  for (int k = 0; k < N; ++k) out[k] = Io<T>::to(pk.v[k]);
+}
+template <class T, int N>
+__device__ __forceinline__ void store_n(T* p, const float* in) {
+  Pack<T, N> pk;
+#pragma unroll
+  for (int k = 0; k < N; ++k) pk.v[k] = Io<T>::from(in[k]);
+  *reinterpret_cast<Pack<T, N>*>(p) = pk;
+}
+
+template <int LANES>
+__device__ __forceinline__ float group_max(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <int LANES>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// Block-wide reductions (every thread gets the result). `scratch`: 32 floats
+// of shared memory; the block size is a multiple of 32.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_sum<32>(v);
+  __syncthreads();  // scratch may still be read from a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return group_sum<32>(v);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_max<32>(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -INFINITY;
+  return group_max<32>(v);
+}
+
+inline bool host_contiguous(const forge_tensor& t) {
+  int64_t expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return true;
+}
+inline int64_t host_numel(const forge_tensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
+  return n;
+}
+inline bool host_float(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_FLOAT16 || d == FORGE_BFLOAT16; }
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+inline size_t dtype_size(int32_t d) { return d == FORGE_FLOAT32 ? 4 : 2; }
+// A launch error (bad configuration, too many resources) as a nonzero return.
+inline int launch_status() { return cudaPeekAtLastError() == cudaSuccess ? 0 : 1; }
+
+}  // namespace
+
+namespace {
+// Calls f(T{}) with T the storage type of dtype d; 1 for other dtypes.
+template <class F>
+int with_dtype(int32_t d, F&& f) {
+  switch (d) {
+    case FORGE_FLOAT32: return f(float{});
+    case FORGE_FLOAT16: return f(__half{});
+    case FORGE_BFLOAT16: return f(__nv_bfloat16{});
+    default: return 1;
+  }
+}
+}  // namespace
+
+namespace {
+
+constexpr int BLOCK = FORGE_P_BLOCK;
+constexpr int64_t CHUNK = FORGE_P_CHUNK;
+static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
+static_assert(CHUNK % 8 == 0 && CHUNK >= 256, "FORGE_P_CHUNK: a multiple of 8, >= 256");
+
+struct GnArgs {
+  const void* x;
+  const void* w;
+  const void* b;
+  void* y;
+  void* mean;
+  void* rstd;
+  int64_t N, C, HW, G;
+  float eps;
+  void* workspace;
+};
+
+// The affine pass of one contiguous range [j0, j1) of a (n, g) slice that
+// starts at channel c0: y = fma(x, scale[c], bias[c]) with scale = rstd * w[c],
+// bias = fma(-scale, mean, b[c]) - the stock CUDA kernel's arithmetic.
+// VW elements at a time lie in one channel when HW % VW == 0 (VEC).
+template <class T, class TW, int VW, bool VEC>
+__device__ __forceinline__ void apply_range(const T* xs, T* ys, const TW* w, const TW* b, int64_t c0, int64_t HW,
+                                            int64_t j0, int64_t j1, float mean, float rstd, int stride_threads) {
+  for (int64_t j = j0 + static_cast<int64_t>(threadIdx.x) * VW; j < j1; j += static_cast<int64_t>(stride_threads) * VW) {
+    if (VEC) {
+      const int64_t c = c0 + j / HW;
+      const float scale = w ? rstd * Io<TW>::to(w[c]) : rstd;
+      const float bias = fmaf(-scale, mean, b ? Io<TW>::to(b[c]) : 0.0f);
+      float v[VW];
+      load_n<T, VW>(xs + j, v);
+#pragma unroll
+      for (int e = 0; e < VW; ++e) v[e] = fmaf(v[e], scale, bias);
+      store_n<T, VW>(ys + j, v);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VW; ++e) {
+        if (j + e >= j1) break;
+        const int64_t c = c0 + (j + e) / HW;
+        const float scale = w ? rstd * Io<TW>::to(w[c]) : rstd;
+        const float bias = fmaf(-scale, mean, b ? Io<TW>::to(b[c]) : 0.0f);
+        ys[j + e] = Io<T>::from(fmaf(Io<T>::to(xs[j + e]), scale, bias));
+      }
+    }
+  }
+}
+
+struct Moments {
+  float n, mean, m2;
+};
+__device__ __forceinline__ Moments merge(Moments a, Moments b) {
+  const float n = a.n + b.n;
+  if (n == 0.0f) return a;
+  const float d = b.mean - a.mean;
+  const float fb = b.n / n;
+  return Moments{n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
+}
+
+template <class T, int VW, bool VEC>
+__global__ void __launch_bounds__(BLOCK) gn_partial_stats(const T* __restrict__ x, float* __restrict__ ws,
+                                                          int64_t groups, int64_t split, int64_t C, int64_t HW,
+                                                          int64_t G) {
+  __shared__ float scratch[32];
+  const int64_t D = C / G, n_el = D * HW;
+  for (int64_t id = blockIdx.x; id < groups * split; id += gridDim.x) {
+    const int64_t ng = id / split, k = id % split;
+    const int64_t n = ng / G, g = ng % G;
+    const int64_t j0 = k * CHUNK, j1 = j0 + CHUNK < n_el ? j0 + CHUNK : n_el;
+    const T* xs = x + (n * C + g * D) * HW;
+    const float K = Io<T>::to(xs[j0]);
+    float s1 = 0.0f, s2 = 0.0f;
+    for (int64_t j = j0 + threadIdx.x * VW; j < j1; j += static_cast<int64_t>(BLOCK) * VW) {
+      float v[VW];
+      if (VEC) load_n<T, VW>(xs + j, v);
+      else v[0] = Io<T>::to(xs[j]);
+#pragma unroll
+      for (int e = 0; e < VW; ++e) {
+        const float d = v[e] - K;
+        s1 += d;
+        s2 += d * d;
+      }
+    }
+    s1 = block_sum(s1, scratch);
+    s2 = block_sum(s2, scratch);
+    if (threadIdx.x == 0) {
+      const float cnt = static_cast<float>(j1 - j0);
+      float* slot = ws + id * 3;
+      slot[0] = cnt;
+      slot[1] = K + s1 / cnt;
+      slot[2] = s2 - s1 * s1 / cnt;
+    }
+  }
+}
+
+template <class T, class TW, class TS, int VW, bool VEC>
+__global__ void __launch_bounds__(BLOCK) gn_apply(const T* __restrict__ x, const TW* __restrict__ w,
+                                                  const TW* __restrict__ b, T* __restrict__ y,
+                                                  TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
+                                                  const float* __restrict__ ws, int64_t groups, int64_t split,
+                                                  int64_t C, int64_t HW, int64_t G, float eps) {
+  __shared__ float stats[2];
+  const int64_t D = C / G, n_el = D * HW;
+  for (int64_t id = blockIdx.x; id < groups * split; id += gridDim.x) {
+    const int64_t ng = id / split, k = id % split;
+    const int64_t n = ng / G, g = ng % G;
+    // Merge the group's partials: lane l takes partials l, l+32, ... in order,
+    // then a fixed shuffle tree: the same bits in every block of the group.
+    if (threadIdx.x < 32) {
+      Moments m{0.0f, 0.0f, 0.0f};
+      for (int64_t p = threadIdx.x; p < split; p += 32) {
+        const float* slot = ws + (ng * split + p) * 3;
+        m = merge(m, Moments{slot[0], slot[1], slot[2]});
+      }
+#pragma unroll
+      for (int o = 1; o < 32; o *= 2) {
+        Moments other{__shfl_down_sync(0xffffffffu, m.n, o), __shfl_down_sync(0xffffffffu, m.mean, o),
+                      __shfl_down_sync(0xffffffffu, m.m2, o)};
+        if ((threadIdx.x & (2 * o - 1)) == 0) m = merge(m, other);
+      }
+      if (threadIdx.x == 0) {
+        const float var = m.m2 / static_cast<float>(n_el);
+        stats[0] = m.mean;
+        stats[1] = rsqrtf(var + eps);
+        if (k == 0) {
+          mean_out[ng] = Io<TS>::from(stats[0]);
+          rstd_out[ng] = Io<TS>::from(stats[1]);
+        }
+      }
+    }
+    __syncthreads();
+    const float mean = stats[0], rstd = stats[1];
+    const int64_t off = (n * C + g * D) * HW;
+    const int64_t j0 = k * CHUNK, j1 = j0 + CHUNK < n_el ? j0 + CHUNK : n_el;
+    apply_range<T, TW, VW, VEC>(x + off, y + off, w, b, g * D, HW, j0, j1, mean, rstd, BLOCK);
+    __syncthreads();  // stats is rewritten for the next id
+  }
+}
+
+inline int64_t split_of(const GnArgs& a) {
+  const int64_t n_el = a.C / a.G * a.HW;
+  return (n_el + CHUNK - 1) / CHUNK;
+}
+inline int64_t workspace_needed(const GnArgs& a) {
+  return a.N * a.G * split_of(a) * 3 * static_cast<int64_t>(sizeof(float));
+}
+
+template <class T, class TW, class TS>
+int launch(const GnArgs& a, cudaStream_t stream) {
+  constexpr int VW = 16 / sizeof(T);
+  const int64_t groups = a.N * a.G, split = split_of(a);
+  const int64_t blocks = groups * split;
+  const unsigned grid = static_cast<unsigned>(blocks < 0x7fffffffLL ? blocks : 0x7fffffffLL);
+  const bool vec = aligned16(a.x) && aligned16(a.y) && a.HW % VW == 0;
+  float* ws = static_cast<float*>(a.workspace);
+  const T* x = static_cast<const T*>(a.x);
+  if (vec) gn_partial_stats<T, VW, true><<<grid, BLOCK, 0, stream>>>(x, ws, groups, split, a.C, a.HW, a.G);
+  else gn_partial_stats<T, 1, false><<<grid, BLOCK, 0, stream>>>(x, ws, groups, split, a.C, a.HW, a.G);
+  if (launch_status()) return 1;
+  auto run = [&](auto kernel) {
+    kernel<<<grid, BLOCK, 0, stream>>>(x, static_cast<const TW*>(a.w), static_cast<const TW*>(a.b),
+                                       static_cast<T*>(a.y), static_cast<TS*>(a.mean), static_cast<TS*>(a.rstd), ws,
+                                       groups, split, a.C, a.HW, a.G, a.eps);
+  };
+  if (vec) run(gn_apply<T, TW, TS, VW, true>);
+  else run(gn_apply<T, TW, TS, 1, false>);
+  return launch_status();
+}
+
+template <class T>
+int dispatch_w(const GnArgs& a, int32_t x_dtype, int32_t w_dtype, int32_t s_dtype, cudaStream_t stream) {
+  if (w_dtype == x_dtype) {
+    if (s_dtype == x_dtype) return launch<T, T, T>(a, stream);
+    if (s_dtype == FORGE_FLOAT32) return launch<T, T, float>(a, stream);
+  } else if (w_dtype == FORGE_FLOAT32) {
+    if (s_dtype == x_dtype) return launch<T, float, T>(a, stream);
+    if (s_dtype == FORGE_FLOAT32) return launch<T, float, float>(a, stream);
+  }
+  return 1;
+}
+
+// Parses and checks the call; fills `a` and the dtypes. 0 when usable.
+int parse(const forge_call* call, GnArgs& a, int32_t& w_dtype, int32_t& s_dtype) {
+  if (!call || call->n_inputs != 3 || call->n_outputs != 3 || call->n_scalars < 5) return 1;
+  const forge_tensor& x = call->inputs[0];
+  const forge_tensor& w = call->inputs[1];
+  const forge_tensor& b = call->inputs[2];
+  const forge_tensor& y = call->outputs[0];
+  const forge_tensor& mean = call->outputs[1];
+  const forge_tensor& rstd = call->outputs[2];
+  for (int k = 0; k < 4; ++k)
+    if (call->scalars[k].kind != FORGE_ARG_INT) return 1;
+  if (call->scalars[4].kind != FORGE_ARG_FLOAT) return 1;
+  const int64_t N = call->scalars[0].i, C = call->scalars[1].i, HW = call->scalars[2].i, G = call->scalars[3].i;
+  if (N < 0 || C < 1 || HW < 1 || G < 1 || C % G != 0) return 1;
+  if (!x.data || !host_float(x.dtype) || x.ndim < 2 || !host_contiguous(x)) return 1;
+  if (x.sizes[0] != N || x.sizes[1] != C || host_numel(x) != N * C * HW) return 1;
+  if (!y.data || y.dtype != x.dtype || y.ndim != x.ndim || !host_contiguous(y)) return 1;
+  for (int d = 0; d < x.ndim; ++d)
+    if (y.sizes[d] != x.sizes[d]) return 1;
+  w_dtype = x.dtype;
+  const forge_tensor* wb[2] = {&w, &b};
+  for (const forge_tensor* p : wb) {
+    if (!p->data) continue;
+    if (!host_float(p->dtype) || !host_contiguous(*p) || host_numel(*p) != C) return 1;
+    w_dtype = p->dtype;
+  }
+  if (w.data && b.data && w.dtype != b.dtype) return 1;
+  const forge_tensor* stats[2] = {&mean, &rstd};
+  for (const forge_tensor* p : stats) {
+    if (host_numel(*p) != N * G) return 1;
+    if (N && (!p->data || !host_float(p->dtype) || !host_contiguous(*p))) return 1;
+  }
+  if (N && mean.dtype != rstd.dtype) return 1;
+  s_dtype = mean.dtype;
+  a = GnArgs{x.data, w.data, b.data, y.data, mean.data, rstd.data, N, C, HW, G,
+             static_cast<float>(call->scalars[4].f), nullptr};
+  return 0;
+}
+
+}  // namespace
+
+// native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C,
+//                   SymInt HxW, int group, float eps) -> (Tensor out, Tensor mean, Tensor rstd)
+extern "C" int forge_kernel(const forge_call* call) {
+  GnArgs a;
+  int32_t w_dtype, s_dtype;
+  if (parse(call, a, w_dtype, s_dtype)) return 1;
+  if (a.N == 0) return 0;
+  a.workspace = call->workspace;
+  if (workspace_needed(a) > call->workspace_bytes) return 1;
+  cudaStream_t stream = static_cast<cudaStream_t>(call->stream);
+  return with_dtype(call->inputs[0].dtype, [&](auto t) {
+    using T = decltype(t);
+    return dispatch_w<T>(a, call->inputs[0].dtype, w_dtype, s_dtype, stream);
+  });
+}
+
+extern "C" int64_t forge_workspace_bytes(const forge_call* call) {
+  GnArgs a;
+  int32_t w_dtype, s_dtype;
+  if (parse(call, a, w_dtype, s_dtype)) return 0;
+  return workspace_needed(a);
+}

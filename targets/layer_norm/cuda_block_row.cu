@@ -1,0 +1,353 @@
+/* layer_norm, CUDA strategy "block_row": one block per row for wide rows
+ * (hidden 4K..64K), the row in registers when it fits, else re-read from L2.
+ *
+ * Math: per row (N elements), in fp32:
+ *   cached (N <= BLOCK*CHUNKS*VW): mean = sum x / N, var = sum (x - mean)^2 / N
+ *     over registers (two exact passes, one read);
+ *   otherwise: K = x[0]; mean = K + sum (x - K) / N (shifted: small partial
+ *     sums), var = sum (x - mean)^2 / N by a second read;
+ *   rstd = rsqrt(var + eps); y = ((x - mean) * rstd) * w + b.
+ * Op: aten::native_layer_norm(Tensor input, SymInt[] normalized_shape,
+ *     Tensor? weight, Tensor? bias, float eps) -> (out, mean, rstd).
+ * Shapes: input [..., *normalized_shape]; out like input; mean/rstd one value
+ * per row (float32 on CUDA, or the input's dtype). Rows loop past 2^31 blocks.
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * input/out contiguous float32/float16/bfloat16 of one dtype; weight/bias
+ * absent or contiguous N elements of the input's dtype or float32; mean/rstd
+ * contiguous, one per row, float32 or the input's dtype. A launch failure
+ * returns 1.
+ *
+ * Why it is fast: FlashInfer/Quack shape: a block per row, 16-byte vectors,
+ * warp shuffles plus one shared-memory step per reduction, the row read once
+ * when BLOCK*CHUNKS*16 bytes hold it (else three reads, the later two from L2).
+ * Small row counts underfill the GPU: prefer warp_rows there.
+ * Compiled here (nvcc 13, sm_90a) but not run on this machine: no GPU.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "forge_kernel.h"
+
+#ifndef FORGE_P_BLOCK
+#define FORGE_P_BLOCK 256 /* threads per row: 64, 128, 256, 512, 1024 */
+#endif
+#ifndef FORGE_P_CHUNKS
+#define FORGE_P_CHUNKS 4 /* 16-byte vectors per thread kept in registers (0: always re-read) */
+#endif
+
+/* ---- common device helpers (the same block in every CUDA template) ---- */
+#pragma nv_diag_suppress 177 /* helpers a template does not use */
+namespace {
+
+template <class T> struct Io;
+template <> struct Io<float> {
+  static __device__ __forceinline__ float to(float v) { return v; }
+  static __device__ __forceinline__ float from(float v) { return v; }
+};
+template <> struct Io<__half> {
+  static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+};
+template <> struct Io<__nv_bfloat16> {
+  static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+};
+
+// N elements of T as one naturally aligned chunk (N * sizeof(T) = 4, 8 or 16
+// bytes: one vector access; 32 bytes: two 16-byte accesses).
+template <class T, int N> struct alignas(N * sizeof(T) > 16 ? 16 : N * sizeof(T)) Pack {
+  T v[N];
+};
+// Loads N consecutive elements (one vector instruction when N*sizeof(T) is
+// 4/8/16 and p is aligned to it) into fp32.
+template <class T, int N>
+__device__ __forceinline__ void load_n(const T* p, float* out) {
+  Pack<T, N> pk = *reinterpret_cast<const Pack<T, N>*>(p);
+#pragma unroll
+  for (int k = 0; k < N; ++k) out[k] = Io<T>::to(pk.v[k]);
+}
+template <class T, int N>
+__device__ __forceinline__ void store_n(T* p, const float* in) {
+  Pack<T, N> pk;
+#pragma unroll
+  for (int k = 0; k < N; ++k) pk.v[k] = Io<T>::from(in[k]);
+  *reinterpret_cast<Pack<T, N>*>(p) = pk;
+}
+
+template <int LANES>
+__device__ __forceinline__ float group_max(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <int LANES>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// Block-wide reductions (every thread gets the result). `scratch`: 32 floats
+// of shared memory; the block size is a multiple of 32.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_sum<32>(v);
+  __syncthreads();  // scratch may still be read from a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return group_sum<32>(v);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_max<32>(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -INFINITY;
+  return group_max<32>(v);
+}
+
+inline bool host_contiguous(const forge_tensor& t) {
+  int64_t expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return true;
+}
+inline int64_t host_numel(const forge_tensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
+  return n;
+}
+inline bool host_float(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_FLOAT16 || d == FORGE_BFLOAT16; }
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+inline size_t dtype_size(int32_t d) { return d == FORGE_FLOAT32 ? 4 : 2; }
+// A launch error (bad configuration, too many resources) as a nonzero return.
+inline int launch_status() { return cudaPeekAtLastError() == cudaSuccess ? 0 : 1; }
+
+}  // namespace
+
+namespace {
+// Calls f(T{}) with T the storage type of dtype d; 1 for other dtypes.
+template <class F>
+int with_dtype(int32_t d, F&& f) {
+  switch (d) {
+    case FORGE_FLOAT32: return f(float{});
+    case FORGE_FLOAT16: return f(__half{});
+    case FORGE_BFLOAT16: return f(__nv_bfloat16{});
+    default: return 1;
+  }
+}
+}  // namespace
+
+namespace {
+
+struct LnArgs {
+  const void* x;
+  const void* w;
+  const void* b;
+  void* y;
+  void* mean;
+  void* rstd;
+  int64_t M, N;
+  float eps;
+};
+
+constexpr int BLOCK = FORGE_P_BLOCK;
+constexpr int CHUNKS = FORGE_P_CHUNKS;
+static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
+static_assert(CHUNKS >= 0 && CHUNKS <= 32, "FORGE_P_CHUNKS: 0..32");
+
+template <class T, int VW, bool VEC>
+__device__ __forceinline__ void load_chunk(const T* p, int64_t j, int64_t n, float* v, float pad) {
+  if (VEC && j + VW <= n) {
+    load_n<T, VW>(p + j, v);
+  } else {
+#pragma unroll
+    for (int e = 0; e < VW; ++e) v[e] = j + e < n ? Io<T>::to(p[j + e]) : pad;
+  }
+}
+
+template <class T, class TW, int VW, bool VEC>
+__device__ __forceinline__ void write_chunk(T* yr, const TW* w, const TW* b, int64_t j, int64_t n, const float* v,
+                                            float mean, float rstd) {
+  if (j >= n) return;
+  float wv[VW], bv[VW], o[VW];
+  if (w) load_chunk<TW, VW, VEC>(w, j, n, wv, 1.0f);
+  if (b) load_chunk<TW, VW, VEC>(b, j, n, bv, 0.0f);
+#pragma unroll
+  for (int e = 0; e < VW; ++e) {
+    float t = (v[e] - mean) * rstd;
+    if (w) t = t * wv[e];
+    if (b) t = t + bv[e];
+    o[e] = t;
+  }
+  if (VEC && j + VW <= n) {
+    store_n<T, VW>(yr + j, o);
+  } else {
+#pragma unroll
+    for (int e = 0; e < VW; ++e)
+      if (j + e < n) yr[j + e] = Io<T>::from(o[e]);
+  }
+}
+
+template <class T, class TW, class TS, int VW, bool VEC, bool CACHED>
+__global__ void __launch_bounds__(BLOCK) ln_block_row(const T* __restrict__ x, const TW* __restrict__ w,
+                                                      const TW* __restrict__ b, T* __restrict__ y,
+                                                      TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
+                                                      int64_t rows, int64_t N, float eps) {
+  __shared__ float scratch[32];
+  constexpr int64_t STEP = static_cast<int64_t>(BLOCK) * VW;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* xr = x + row * N;
+    T* yr = y + row * N;
+    float mean, var;
+    constexpr int C = CHUNKS > 0 ? CHUNKS : 1;
+    float v[C][VW];
+    if constexpr (CACHED) {
+      float s = 0.0f;
+#pragma unroll
+      for (int k = 0; k < C; ++k) {
+        load_chunk<T, VW, VEC>(xr, k * STEP + threadIdx.x * VW, N, v[k], 0.0f);
+#pragma unroll
+        for (int e = 0; e < VW; ++e) s += v[k][e];
+      }
+      mean = block_sum(s, scratch) / static_cast<float>(N);
+      float q = 0.0f;
+#pragma unroll
+      for (int k = 0; k < C; ++k) {
+        const int64_t j = k * STEP + threadIdx.x * VW;
+#pragma unroll
+        for (int e = 0; e < VW; ++e) {
+          const float d = j + e < N ? v[k][e] - mean : 0.0f;
+          q += d * d;
+        }
+      }
+      var = block_sum(q, scratch) / static_cast<float>(N);
+    } else {
+      const float K = Io<T>::to(xr[0]);
+      float s = 0.0f;
+      for (int64_t j = threadIdx.x * VW; j < N; j += STEP) {
+        float t[VW];
+        load_chunk<T, VW, VEC>(xr, j, N, t, K);
+#pragma unroll
+        for (int e = 0; e < VW; ++e) s += t[e] - K;
+      }
+      mean = K + block_sum(s, scratch) / static_cast<float>(N);
+      float q = 0.0f;
+      for (int64_t j = threadIdx.x * VW; j < N; j += STEP) {
+        float t[VW];
+        load_chunk<T, VW, VEC>(xr, j, N, t, mean);
+#pragma unroll
+        for (int e = 0; e < VW; ++e) q += (t[e] - mean) * (t[e] - mean);
+      }
+      var = block_sum(q, scratch) / static_cast<float>(N);
+    }
+    const float rstd = rsqrtf(var + eps);
+    if (threadIdx.x == 0) {
+      mean_out[row] = Io<TS>::from(mean);
+      rstd_out[row] = Io<TS>::from(rstd);
+    }
+    if constexpr (CACHED) {
+#pragma unroll
+      for (int k = 0; k < C; ++k)
+        write_chunk<T, TW, VW, VEC>(yr, w, b, k * STEP + threadIdx.x * VW, N, v[k], mean, rstd);
+    } else {
+      for (int64_t j = threadIdx.x * VW; j < N; j += STEP) {
+        float t[VW];
+        load_chunk<T, VW, VEC>(xr, j, N, t, 0.0f);
+        write_chunk<T, TW, VW, VEC>(yr, w, b, j, N, t, mean, rstd);
+      }
+    }
+  }
+}
+
+inline bool row_fits(int64_t) { return true; }
+
+template <class T, class TW, class TS>
+int launch(const LnArgs& a, cudaStream_t stream) {
+  constexpr int VW = 16 / sizeof(T);
+  const unsigned grid = static_cast<unsigned>(a.M < 0x7fffffffLL ? a.M : 0x7fffffffLL);
+  const bool vec = aligned16(a.x) && aligned16(a.y) && (!a.w || aligned16(a.w)) && (!a.b || aligned16(a.b)) &&
+                   (a.N * sizeof(T)) % 16 == 0;
+  const bool cached = CHUNKS > 0 && a.N <= static_cast<int64_t>(BLOCK) * CHUNKS * (vec ? VW : 1);
+  auto run = [&](auto kernel) {
+    kernel<<<grid, BLOCK, 0, stream>>>(static_cast<const T*>(a.x), static_cast<const TW*>(a.w),
+                                       static_cast<const TW*>(a.b), static_cast<T*>(a.y), static_cast<TS*>(a.mean),
+                                       static_cast<TS*>(a.rstd), a.M, a.N, a.eps);
+  };
+  if (vec && cached) run(ln_block_row<T, TW, TS, VW, true, true>);
+  else if (vec) run(ln_block_row<T, TW, TS, VW, true, false>);
+  else if (cached) run(ln_block_row<T, TW, TS, 1, false, true>);
+  else run(ln_block_row<T, TW, TS, 1, false, false>);
+  return launch_status();
+}
+
+// Dispatch over (x dtype) x (weight dtype: x's or float32) x (stat dtype:
+// float32 or x's).
+template <class T>
+int dispatch_w(const LnArgs& a, int32_t x_dtype, int32_t w_dtype, int32_t s_dtype, cudaStream_t stream) {
+  if (w_dtype == x_dtype) {
+    if (s_dtype == FORGE_FLOAT32) return launch<T, T, float>(a, stream);
+    if (s_dtype == x_dtype) return launch<T, T, T>(a, stream);
+  } else if (w_dtype == FORGE_FLOAT32) {
+    if (s_dtype == FORGE_FLOAT32) return launch<T, float, float>(a, stream);
+    if (s_dtype == x_dtype) return launch<T, float, T>(a, stream);
+  }
+  return 1;
+}
+
+}  // namespace
+
+// native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight,
+//                   Tensor? bias, float eps) -> (Tensor out, Tensor mean, Tensor rstd)
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != 3 || call->n_outputs != 3 || call->n_scalars < 2) return 1;
+  const forge_tensor& x = call->inputs[0];
+  const forge_tensor& w = call->inputs[1];
+  const forge_tensor& b = call->inputs[2];
+  const forge_tensor& y = call->outputs[0];
+  const forge_tensor& mean = call->outputs[1];
+  const forge_tensor& rstd = call->outputs[2];
+  const forge_scalar& shape = call->scalars[0];
+  if (shape.kind != FORGE_ARG_INT_LIST || shape.len < 1 || shape.len > x.ndim) return 1;
+  if (call->scalars[1].kind != FORGE_ARG_FLOAT) return 1;
+  if (!x.data || !host_float(x.dtype) || !host_contiguous(x)) return 1;
+  if (!y.data || y.dtype != x.dtype || y.ndim != x.ndim || !host_contiguous(y)) return 1;
+  for (int d = 0; d < x.ndim; ++d)
+    if (y.sizes[d] != x.sizes[d]) return 1;
+  int64_t N = 1;
+  for (int k = 0; k < shape.len; ++k) {
+    if (shape.ints[k] != x.sizes[x.ndim - shape.len + k]) return 1;
+    N *= shape.ints[k];
+  }
+  if (N == 0) return 1;
+  const int64_t M = host_numel(x) / N;
+  int32_t w_dtype = x.dtype;
+  const forge_tensor* wb[2] = {&w, &b};
+  for (const forge_tensor* p : wb) {
+    if (!p->data) continue;
+    if (!host_float(p->dtype) || !host_contiguous(*p) || host_numel(*p) != N) return 1;
+    w_dtype = p->dtype;
+  }
+  if (w.data && b.data && w.dtype != b.dtype) return 1;
+  const forge_tensor* stats[2] = {&mean, &rstd};
+  for (const forge_tensor* p : stats) {
+    if (host_numel(*p) != M) return 1;
+    if (M && (!p->data || !host_float(p->dtype) || !host_contiguous(*p))) return 1;
+  }
+  if (M == 0) return 0;
+  if (mean.dtype != rstd.dtype) return 1;
+  if (!row_fits(N)) return 1;
+  LnArgs a{x.data, w.data, b.data, y.data, mean.data, rstd.data, M, N, static_cast<float>(call->scalars[1].f)};
+  cudaStream_t stream = static_cast<cudaStream_t>(call->stream);
+  return with_dtype(x.dtype, [&](auto t) {
+    using T = decltype(t);
+    return dispatch_w<T>(a, x.dtype, w_dtype, mean.dtype, stream);
+  });
+}

@@ -1,0 +1,327 @@
+/* layer_norm, CUDA strategy "warp_rows": FORGE_P_LANES threads per row, the
+ * row in registers, two passes over registers (exact mean, then the centered
+ * sum of squares), then the normalize; one read, one write.
+ *
+ * Math: per row (the last len(normalized_shape) dims, N <= FORGE_P_MAX_ROW
+ * elements), in fp32: mean = sum x / N; var = sum (x - mean)^2 / N (biased);
+ * rstd = rsqrt(var + eps); y = ((x - mean) * rstd) * w + b.
+ * Op: aten::native_layer_norm(Tensor input, SymInt[] normalized_shape,
+ *     Tensor? weight, Tensor? bias, float eps) -> (out, mean, rstd).
+ * Shapes: input [..., *normalized_shape], out like input, mean/rstd one value
+ * per row in the dtype the caller allocated (float32 on CUDA).
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * input/out contiguous float32/float16/bfloat16 of one dtype; weight/bias
+ * absent or contiguous with N elements of the input's dtype or float32 (one
+ * dtype for both); mean/rstd contiguous, one element per row, float32 or the
+ * input's dtype; N <= FORGE_P_MAX_ROW. A launch failure returns 1.
+ *
+ * Why it is fast: hidden sizes up to a few thousand fit one warp's registers
+ * (bf16 4096: 32 lanes x 8 x 16 B); both reductions are register shuffles, no
+ * shared memory, no re-read; 16-byte loads/stores when every pointer is
+ * 16-byte aligned and N * sizeof(dtype) is a multiple of 16 (else a scalar
+ * instance). Two passes over registers cannot cancel like E[x^2] - E[x]^2.
+ * Compiled here (nvcc 13, sm_90a) but not run on this machine: no GPU.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "forge_kernel.h"
+
+#ifndef FORGE_P_LANES
+#define FORGE_P_LANES 32 /* threads per row: 8, 16, 32 */
+#endif
+#ifndef FORGE_P_BLOCK
+#define FORGE_P_BLOCK 128 /* threads per block: 64 .. 1024 */
+#endif
+#ifndef FORGE_P_MAX_ROW
+#define FORGE_P_MAX_ROW 1024 /* longest row this instance holds in registers */
+#endif
+
+/* ---- common device helpers (the same block in every CUDA template) ---- */
+#pragma nv_diag_suppress 177 /* helpers a template does not use */
+namespace {
+
+template <class T> struct Io;
+template <> struct Io<float> {
+  static __device__ __forceinline__ float to(float v) { return v; }
+  static __device__ __forceinline__ float from(float v) { return v; }
+};
+template <> struct Io<__half> {
+  static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+};
+template <> struct Io<__nv_bfloat16> {
+  static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+};
+
+// N elements of T as one naturally aligned chunk (N * sizeof(T) = 4, 8 or 16
+// bytes: one vector access; 32 bytes: two 16-byte accesses).
+template <class T, int N> struct alignas(N * sizeof(T) > 16 ? 16 : N * sizeof(T)) Pack {
+  T v[N];
+};
+// Loads N consecutive elements (one vector instruction when N*sizeof(T) is
+// 4/8/16 and p is aligned to it) into fp32.
+template <class T, int N>
+__device__ __forceinline__ void load_n(const T* p, float* out) {
+  Pack<T, N> pk = *reinterpret_cast<const Pack<T, N>*>(p);
+#pragma unroll
+  for (int k = 0; k < N; ++k) out[k] = Io<T>::to(pk.v[k]);
+}
+template <class T, int N>
+__device__ __forceinline__ void store_n(T* p, const float* in) {
+  Pack<T, N> pk;
+#pragma unroll
+  for (int k = 0; k < N; ++k) pk.v[k] = Io<T>::from(in[k]);
+  *reinterpret_cast<Pack<T, N>*>(p) = pk;
+}
+
+template <int LANES>
+__device__ __forceinline__ float group_max(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <int LANES>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// Block-wide reductions (every thread gets the result). `scratch`: 32 floats
+// of shared memory; the block size is a multiple of 32.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_sum<32>(v);
+  __syncthreads();  // scratch may still be read from a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return group_sum<32>(v);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_max<32>(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -INFINITY;
+  return group_max<32>(v);
+}
+
+inline bool host_contiguous(const forge_tensor& t) {
+  int64_t expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return true;
+}
+inline int64_t host_numel(const forge_tensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
+  return n;
+}
+inline bool host_float(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_FLOAT16 || d == FORGE_BFLOAT16; }
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+inline size_t dtype_size(int32_t d) { return d == FORGE_FLOAT32 ? 4 : 2; }
+// A launch error (bad configuration, too many resources) as a nonzero return.
+inline int launch_status() { return cudaPeekAtLastError() == cudaSuccess ? 0 : 1; }
+
+}  // namespace
+
+namespace {
+// Calls f(T{}) with T the storage type of dtype d; 1 for other dtypes.
+template <class F>
+int with_dtype(int32_t d, F&& f) {
+  switch (d) {
+    case FORGE_FLOAT32: return f(float{});
+    case FORGE_FLOAT16: return f(__half{});
+    case FORGE_BFLOAT16: return f(__nv_bfloat16{});
+    default: return 1;
+  }
+}
+}  // namespace
+
+namespace {
+
+struct LnArgs {
+  const void* x;
+  const void* w;
+  const void* b;
+  void* y;
+  void* mean;
+  void* rstd;
+  int64_t M, N;
+  float eps;
+};
+
+
+constexpr int LANES = FORGE_P_LANES;
+constexpr int BLOCK = FORGE_P_BLOCK;
+constexpr int MAX_ROW = FORGE_P_MAX_ROW;
+static_assert(LANES == 8 || LANES == 16 || LANES == 32, "FORGE_P_LANES: 8, 16 or 32");
+static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32, <= 1024");
+
+template <class T, class TW, class TS, int VW, bool VEC>
+__global__ void __launch_bounds__(BLOCK) ln_warp_rows(const T* __restrict__ x, const TW* __restrict__ w,
+                                                      const TW* __restrict__ b, T* __restrict__ y,
+                                                      TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
+                                                      int64_t rows, int N, float eps) {
+  constexpr int CHUNKS = (MAX_ROW + LANES * VW - 1) / (LANES * VW);
+  const int lane = threadIdx.x % LANES;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (BLOCK / LANES) + threadIdx.x / LANES;
+  const bool live = row < rows;  // no early return before the shuffles
+  const T* xr = x + (live ? row : 0) * static_cast<int64_t>(N);
+  float v[CHUNKS][VW];
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < CHUNKS; ++k) {
+    const int j = (k * LANES + lane) * VW;
+    if (VEC && live && j + VW <= N) {
+      load_n<T, VW>(xr + j, v[k]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VW; ++e) v[k][e] = (live && j + e < N) ? Io<T>::to(xr[j + e]) : 0.0f;
+    }
+#pragma unroll
+    for (int e = 0; e < VW; ++e) s += v[k][e];
+  }
+  const float mean = group_sum<LANES>(s) / static_cast<float>(N);
+  float q = 0.0f;
+#pragma unroll
+  for (int k = 0; k < CHUNKS; ++k) {
+    const int j = (k * LANES + lane) * VW;
+#pragma unroll
+    for (int e = 0; e < VW; ++e) {
+      const float d = j + e < N ? v[k][e] - mean : 0.0f;
+      q += d * d;
+    }
+  }
+  const float var = group_sum<LANES>(q) / static_cast<float>(N);
+  const float rstd = rsqrtf(var + eps);
+  if (!live) return;
+  if (lane == 0) {
+    mean_out[row] = Io<TS>::from(mean);
+    rstd_out[row] = Io<TS>::from(rstd);
+  }
+  T* yr = y + row * static_cast<int64_t>(N);
+#pragma unroll
+  for (int k = 0; k < CHUNKS; ++k) {
+    const int j = (k * LANES + lane) * VW;
+    if (j >= N) break;
+    float o[VW], wv[VW], bv[VW];
+    if (VEC && j + VW <= N) {
+      if (w) load_n<TW, VW>(w + j, wv);
+      if (b) load_n<TW, VW>(b + j, bv);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VW; ++e) {
+        wv[e] = (w && j + e < N) ? Io<TW>::to(w[j + e]) : 1.0f;
+        bv[e] = (b && j + e < N) ? Io<TW>::to(b[j + e]) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < VW; ++e) {
+      float t = (v[k][e] - mean) * rstd;
+      if (w) t = t * wv[e];
+      if (b) t = t + bv[e];
+      o[e] = t;
+    }
+    if (VEC && j + VW <= N) {
+      store_n<T, VW>(yr + j, o);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VW; ++e)
+        if (j + e < N) yr[j + e] = Io<T>::from(o[e]);
+    }
+  }
+}
+
+inline bool row_fits(int64_t N) { return N <= MAX_ROW; }
+
+template <class T, class TW, class TS>
+int launch(const LnArgs& a, cudaStream_t stream) {
+  constexpr int VW = 16 / sizeof(T);
+  const int64_t blocks = (a.M + BLOCK / LANES - 1) / (BLOCK / LANES);
+  if (blocks > 0x7fffffffLL || a.N > 0x7fffffffLL) return 1;
+  // 16-byte vectors: every row start and every weight/bias chunk aligned.
+  const bool vec = aligned16(a.x) && aligned16(a.y) && (!a.w || aligned16(a.w)) && (!a.b || aligned16(a.b)) &&
+                   (a.N * sizeof(T)) % 16 == 0;
+  auto args = [&](auto kernel) {
+    kernel<<<static_cast<unsigned>(blocks), BLOCK, 0, stream>>>(
+        static_cast<const T*>(a.x), static_cast<const TW*>(a.w), static_cast<const TW*>(a.b), static_cast<T*>(a.y),
+        static_cast<TS*>(a.mean), static_cast<TS*>(a.rstd), a.M, static_cast<int>(a.N), a.eps);
+  };
+  if (vec) args(ln_warp_rows<T, TW, TS, VW, true>);
+  else args(ln_warp_rows<T, TW, TS, 1, false>);
+  return launch_status();
+}
+
+// Dispatch over (x dtype) x (weight dtype: x's or float32) x (stat dtype:
+// float32 or x's).
+template <class T>
+int dispatch_w(const LnArgs& a, int32_t x_dtype, int32_t w_dtype, int32_t s_dtype, cudaStream_t stream) {
+  if (w_dtype == x_dtype) {
+    if (s_dtype == FORGE_FLOAT32) return launch<T, T, float>(a, stream);
+    if (s_dtype == x_dtype) return launch<T, T, T>(a, stream);
+  } else if (w_dtype == FORGE_FLOAT32) {
+    if (s_dtype == FORGE_FLOAT32) return launch<T, float, float>(a, stream);
+    if (s_dtype == x_dtype) return launch<T, float, T>(a, stream);
+  }
+  return 1;
+}
+
+}  // namespace
+
+// native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight,
+//                   Tensor? bias, float eps) -> (Tensor out, Tensor mean, Tensor rstd)
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != 3 || call->n_outputs != 3 || call->n_scalars < 2) return 1;
+  const forge_tensor& x = call->inputs[0];
+  const forge_tensor& w = call->inputs[1];
+  const forge_tensor& b = call->inputs[2];
+  const forge_tensor& y = call->outputs[0];
+  const forge_tensor& mean = call->outputs[1];
+  const forge_tensor& rstd = call->outputs[2];
+  const forge_scalar& shape = call->scalars[0];
+  if (shape.kind != FORGE_ARG_INT_LIST || shape.len < 1 || shape.len > x.ndim) return 1;
+  if (call->scalars[1].kind != FORGE_ARG_FLOAT) return 1;
+  if (!x.data || !host_float(x.dtype) || !host_contiguous(x)) return 1;
+  if (!y.data || y.dtype != x.dtype || y.ndim != x.ndim || !host_contiguous(y)) return 1;
+  for (int d = 0; d < x.ndim; ++d)
+    if (y.sizes[d] != x.sizes[d]) return 1;
+  int64_t N = 1;
+  for (int k = 0; k < shape.len; ++k) {
+    if (shape.ints[k] != x.sizes[x.ndim - shape.len + k]) return 1;
+    N *= shape.ints[k];
+  }
+  if (N == 0) return 1;
+  const int64_t M = host_numel(x) / N;
+  int32_t w_dtype = x.dtype;
+  const forge_tensor* wb[2] = {&w, &b};
+  for (const forge_tensor* p : wb) {
+    if (!p->data) continue;
+    if (!host_float(p->dtype) || !host_contiguous(*p) || host_numel(*p) != N) return 1;
+    w_dtype = p->dtype;
+  }
+  if (w.data && b.data && w.dtype != b.dtype) return 1;
+  const forge_tensor* stats[2] = {&mean, &rstd};
+  for (const forge_tensor* p : stats) {
+    if (host_numel(*p) != M) return 1;
+    if (M && (!p->data || !host_float(p->dtype) || !host_contiguous(*p))) return 1;
+  }
+  if (M == 0) return 0;
+  if (mean.dtype != rstd.dtype) return 1;
+  if (!row_fits(N)) return 1;
+  LnArgs a{x.data, w.data, b.data, y.data, mean.data, rstd.data, M, N, static_cast<float>(call->scalars[1].f)};
+  cudaStream_t stream = static_cast<cudaStream_t>(call->stream);
+  return with_dtype(x.dtype, [&](auto t) {
+    using T = decltype(t);
+    return dispatch_w<T>(a, x.dtype, w_dtype, mean.dtype, stream);
+  });
+}

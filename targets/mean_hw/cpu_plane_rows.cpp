@@ -1,0 +1,419 @@
+/* mean over H x W (adaptive_avg_pool2d(x, 1)), CPU strategy "plane_rows":
+ * one vector of planes at a time (16 with AVX-512), summed side by side and
+ * reduced together by a transpose tree.
+ *
+ * Math: y[p] = (sum_{j < HW} x[p*HW + j]) / HW for every plane p (every
+ * (n, c) of NCHW), fp32 lanes, divided like the stock kernel. More generally
+ * the mean over the trailing k dims of a contiguous tensor.
+ * Op: aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *,
+ *     ScalarType? dtype=None) -> Tensor (adaptive_avg_pool2d(x, 1) reaches
+ * it as dim = [-1, -2], keepdim = True).
+ * Shapes: self [N, C, H, W] (any rank); out [N, C, 1, 1] or [N, C].
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * self and out contiguous float32/bfloat16/float16, the reduced dims are
+ * exactly the trailing ones, one output element per plane; FORGE_P_ROW, when
+ * nonzero, equals HW. NaN/inf propagate as in a plain sum.
+ *
+ * Why it is fast: small planes (7x7 = 49, 14x14 = 196 elements: 4 to 13
+ * AVX-512 vectors) spend as much on the horizontal sum and the scalar store
+ * as on the loads. Here W planes (W = lanes per vector) keep W independent add
+ * chains in flight, then one transpose tree (log2 W levels of two-source
+ * shuffles) turns their W partial-sum vectors into one vector of W plane sums:
+ * one divide and one vector store serve W outputs. FORGE_P_ROW = HW fixes the
+ * trip counts at compile time. No TensorIterator, no allocation.
+ * Single-threaded.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <utility>
+#include <string.h>
+
+#include "forge_kernel.h"
+
+#pragma GCC diagnostic ignored "-Wpsabi" /* vectors wider than the target ISA are fine: all inline */
+
+#ifndef FORGE_P_ISA
+#define FORGE_P_ISA 0 /* 0: as compiled (-march); 2: AVX2 paths; 3: AVX-512 paths (run-time checked) */
+#endif
+#ifndef FORGE_P_UNROLL
+#define FORGE_P_UNROLL 1 /* vectors of one plane loaded per step: 1, 2 */
+#endif
+#ifndef FORGE_P_ROW
+#define FORGE_P_ROW 0 /* 0: plane size read at run time; else HW, fixed at compile time */
+#endif
+
+/* ---- ISA selection (the same block in every CPU template of the library) ----
+ * FORGE_P_ISA 0: whatever the compiler flags allow (-march); 2: AVX2+FMA+F16C code
+ * and 3: AVX-512 (F, BW, DQ, VL) code compiled in with a target pragma whatever
+ * -march says, checked against the running CPU at call time (the kernel
+ * returns nonzero, i.e. the package falls back, on a CPU without them). One
+ * vector = one register: 16 fp32 lanes (AVX-512), 8 (AVX2) or 4 (SSE); GCC
+ * lowers wider generic vectors to scalar code. (GCC 12 does not update the
+ * __AVX512*__ macros after a target pragma, hence FORGE_AVX512/FORGE_AVX2.) */
+#if FORGE_P_ISA == 3
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")
+#define FORGE_AVX512 1
+#define FORGE_AVX2 1
+#elif FORGE_P_ISA == 2
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#define FORGE_AVX512 0
+#define FORGE_AVX2 1
+#elif FORGE_P_ISA == 0
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+#define FORGE_AVX512 1
+#define FORGE_AVX2 1
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define FORGE_AVX512 0
+#define FORGE_AVX2 1
+#else
+#define FORGE_AVX512 0
+#define FORGE_AVX2 0
+#endif
+#else
+#error "FORGE_P_ISA must be 0 (as compiled), 2 (AVX2) or 3 (AVX-512)"
+#endif
+#define FORGE_VEC (FORGE_AVX512 ? 16 : FORGE_AVX2 ? 8 : 4)
+
+namespace {
+
+constexpr int W = FORGE_VEC;
+
+typedef float vf __attribute__((vector_size(W * 4)));
+typedef int32_t vi __attribute__((vector_size(W * 4)));
+typedef uint32_t vu __attribute__((vector_size(W * 4)));
+typedef uint16_t vh __attribute__((vector_size(W * 2)));
+
+struct bf16 { uint16_t u; };
+struct f16 { uint16_t u; };
+
+inline vf splat(float a) { return vf{} + a; }
+
+// ---- loads: W elements of any storage type as fp32 ----
+inline vf load(const float* p) { vf v; memcpy(&v, p, sizeof v); return v; }
+inline vf load(const bf16* p) {
+  vh h; memcpy(&h, p, sizeof h);
+  return (vf)(__builtin_convertvector(h, vu) << 16);
+}
+inline vf load(const f16* p) {
+#if FORGE_AVX512
+  return (vf)_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#elif FORGE_AVX2
+  return (vf)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+#else
+  vh h16; memcpy(&h16, p, sizeof h16);
+  vu h = __builtin_convertvector(h16, vu);
+  vu sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  vu normal = sign | ((e + 112u) << 23) | (m << 13);
+  vu special = sign | 0x7f800000u | (m << 13);
+  vf sub = __builtin_convertvector(m, vf) * splat(5.9604644775390625e-8f);  // m * 2^-24
+  vu subbits = ((vu)sub) | sign;
+  vu r = e == 31u ? special : normal;
+  r = e == 0u ? subbits : r;
+  return (vf)r;
+#endif
+}
+// Partial loads: the first n (< W) elements, the rest `fill`. AVX-512 masked
+// loads never touch memory past the end; elsewhere through a small stack copy.
+template <class T> inline vf load_part(const T* p, int64_t n, T fill) {
+#if FORGE_AVX512
+  const __mmask16 m = static_cast<__mmask16>((1u << n) - 1u);
+  if constexpr (sizeof(T) == 4) {
+    float f;
+    memcpy(&f, &fill, 4);
+    return (vf)_mm512_mask_loadu_ps(_mm512_set1_ps(f), m, p);
+  } else {
+    uint16_t u;
+    memcpy(&u, &fill, 2);
+    __m256i h = _mm256_mask_loadu_epi16(_mm256_set1_epi16(static_cast<short>(u)), m, p);
+    T tmp[W];
+    memcpy(tmp, &h, sizeof tmp);
+    return load(tmp);
+  }
+#else
+  T tmp[W];
+  for (int k = 0; k < W; ++k) tmp[k] = k < n ? p[k] : fill;
+  return load(tmp);
+#endif
+}
+
+// ---- stores: fp32 lanes to the storage type, round to nearest even ----
+inline void store(float* p, vf v) { memcpy(p, &v, sizeof v); }
+inline void store(bf16* p, vf v) {
+  vu b = (vu)v;
+  vu r = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+  vu nan = ((b >> 16) & 0x8000u) | 0x7fc0u;
+  r = v != v ? nan : r;
+  vh h = __builtin_convertvector(r, vh);
+  memcpy(p, &h, sizeof h);
+}
+inline void store(f16* p, vf v) {
+#if FORGE_AVX512
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT));
+#elif FORGE_AVX2
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT));
+#else
+  vu x = (vu)v;
+  vu sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  vu normal = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13;
+  vu sub = (vu)(((vf)a) + splat(0.5f)) - 0x3f000000u;
+  vu r = a >= 0x38800000u ? normal : sub;
+  r = a >= 0x477ff000u ? vu{} + 0x7c00u : r;
+  r = a > 0x7f800000u ? vu{} + 0x7e00u : r;
+  vh h = __builtin_convertvector(r | sign, vh);
+  memcpy(p, &h, sizeof h);
+#endif
+}
+// Partial stores: the first n (< W) lanes; masked on AVX-512.
+template <class T> inline void store_part(T* p, vf v, int64_t n) {
+  T tmp[W];
+  store(tmp, v);
+#if FORGE_AVX512
+  const __mmask16 m = static_cast<__mmask16>((1u << n) - 1u);
+  if constexpr (sizeof(T) == 4) {
+    _mm512_mask_storeu_ps(p, m, _mm512_loadu_ps(tmp));
+  } else {
+    _mm256_mask_storeu_epi16(p, m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tmp)));
+  }
+#else
+  for (int k = 0; k < n; ++k) p[k] = tmp[k];
+#endif
+}
+template <class T> T neg_inf();
+template <> inline float neg_inf<float>() { return -INFINITY; }
+template <> inline bf16 neg_inf<bf16>() { return bf16{0xff80}; }
+template <> inline f16 neg_inf<f16>() { return f16{0xfc00}; }
+
+inline vf vmax(vf a, vf b) { return b > a ? b : a; }  // a NaN in b is dropped; the sum catches it
+
+inline vf vexp(vf x) {
+  const vf big = splat(88.7228390f), small = splat(-87.0f);
+  vi is_big = x > big, is_small = x < small;
+  vf xc = is_big ? splat(0.0f) : x;
+  xc = is_small ? splat(0.0f) : xc;
+  const vf magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  vf n = (xc * splat(1.44269504088896341f) + magic) - magic;
+  vf r = xc - n * splat(0.693359375f);
+  r = r - n * splat(-2.12194440e-4f);
+  vf p = splat(1.0f / 5040.0f);
+  p = p * r + splat(1.0f / 720.0f);
+  p = p * r + splat(1.0f / 120.0f);
+  p = p * r + splat(1.0f / 24.0f);
+  p = p * r + splat(1.0f / 6.0f);
+  p = p * r + splat(0.5f);
+  p = p * r + splat(1.0f);
+  p = p * r + splat(1.0f);
+  vi ni = __builtin_convertvector(n, vi);
+  vi n1 = ni >> 1, n2 = ni - n1;
+  vf s1 = (vf)((n1 + 127) << 23), s2 = (vf)((n2 + 127) << 23);
+  vf res = p * s1 * s2;
+  res = is_small ? splat(0.0f) : res;
+  res = is_big ? splat(INFINITY) : res;
+  return res;
+}
+
+// Horizontal max / sum: log2(W) rotate-and-combine steps.
+template <int S> inline vf rot(vf v) {
+  vi idx;
+  for (int k = 0; k < W; ++k) idx[k] = (k + S) % W;
+  return __builtin_shuffle(v, idx);
+}
+inline float hmax(vf v) {
+  if constexpr (W >= 32) v = vmax(v, rot<16>(v));
+  if constexpr (W >= 16) v = vmax(v, rot<8>(v));
+  if constexpr (W >= 8) v = vmax(v, rot<4>(v));
+  v = vmax(v, rot<2>(v));
+  v = vmax(v, rot<1>(v));
+  return v[0];
+}
+inline float hsum(vf v) {
+  if constexpr (W >= 32) v += rot<16>(v);
+  if constexpr (W >= 16) v += rot<8>(v);
+  if constexpr (W >= 8) v += rot<4>(v);
+  v += rot<2>(v);
+  v += rot<1>(v);
+  return v[0];
+}
+// One element of any storage type as fp32, and back.
+template <class T> inline float to_f32(T v) {
+  T tmp[W];
+  for (int k = 0; k < W; ++k) tmp[k] = v;
+  return load(tmp)[0];
+}
+template <class T> inline void store1(T* p, float v) {
+  T tmp[W];
+  store(tmp, splat(v));
+  *p = tmp[0];
+}
+
+constexpr int U = FORGE_P_UNROLL;
+static_assert(U == 1 || U == 2, "FORGE_P_UNROLL must be 1 or 2");
+
+// Shuffle masks of one level of the transpose tree. Before the level each
+// vector holds W/G planes with G lanes each (plane-major); a pair (a, b) is
+// folded into one vector of 2W/G planes with G/2 lanes each: lane k takes
+// (plane slot k/(G/2), lane k%(G/2)) from the low and the high half of that
+// plane's G lanes, slots from a first, then from b.
+struct Masks {
+  int lo[W], hi[W];
+};
+constexpr Masks level_masks(int G) {
+  Masks m{};
+  const int h = G / 2, per = W / G;
+  for (int k = 0; k < W; ++k) {
+    const int slot = k / h, j = k % h;
+    const int src = slot < per ? 0 : W;
+    const int plane = slot % per;
+    m.lo[k] = src + plane * G + j;
+    m.hi[k] = src + plane * G + h + j;
+  }
+  return m;
+}
+template <size_t... I>
+inline vi mask_vec(const int* a, std::index_sequence<I...>) {
+  return vi{a[I]...};
+}
+template <int G>
+inline void fold_level(vf* s, int n) {
+  static constexpr Masks m = level_masks(G);
+  const vi lo = mask_vec(m.lo, std::make_index_sequence<W>{});
+  const vi hi = mask_vec(m.hi, std::make_index_sequence<W>{});
+  for (int i = 0; i < n / 2; ++i)
+    s[i] = __builtin_shuffle(s[2 * i], s[2 * i + 1], lo) + __builtin_shuffle(s[2 * i], s[2 * i + 1], hi);
+}
+// W vectors of per-plane partial sums -> one vector, lane j = total of plane j.
+inline vf transpose_sum(vf* s) {
+  fold_level<W>(s, W);
+  if constexpr (W >= 4) fold_level<W / 2>(s, W / 2);
+  if constexpr (W >= 8) fold_level<W / 4>(s, W / 4);
+  if constexpr (W >= 16) fold_level<W / 8>(s, W / 8);
+  return s[0];
+}
+
+template <class T, class TO>
+void mean_planes(const T* x, TO* y, int64_t planes, int64_t hw_runtime) {
+  const int64_t HW = FORGE_P_ROW ? FORGE_P_ROW : hw_runtime;
+  const float denom = static_cast<float>(HW);
+  const vf dv = splat(denom);
+  int64_t p = 0;
+  for (; p + W <= planes; p += W) {
+    const T* xp = x + p * HW;
+    vf s[W], t[W];
+    for (int r = 0; r < W; ++r) s[r] = t[r] = splat(0.0f);
+    int64_t i = 0;
+    if constexpr (U == 2)
+      for (; i + 2 * W <= HW; i += 2 * W)
+        for (int r = 0; r < W; ++r) {
+          s[r] += load(xp + r * HW + i);
+          t[r] += load(xp + r * HW + i + W);
+        }
+    for (; i + W <= HW; i += W)
+      for (int r = 0; r < W; ++r) s[r] += load(xp + r * HW + i);
+    if (i < HW)
+      for (int r = 0; r < W; ++r) s[r] += load_part(xp + r * HW + i, HW - i, T{});
+    if constexpr (U == 2)
+      for (int r = 0; r < W; ++r) s[r] += t[r];
+    store(y + p, transpose_sum(s) / dv);
+  }
+  for (; p < planes; ++p) {
+    const T* xp = x + p * HW;
+    vf s = splat(0.0f);
+    int64_t i = 0;
+    for (; i + W <= HW; i += W) s += load(xp + i);
+    if (i < HW) s += load_part(xp + i, HW - i, T{});
+    store1(y + p, hsum(s) / denom);
+  }
+}
+
+template <class T>
+int mean_out_dispatch(int32_t out_dtype, const void* x, void* y, int64_t planes, int64_t hw) {
+  switch (out_dtype) {
+    case FORGE_FLOAT32: mean_planes(static_cast<const T*>(x), static_cast<float*>(y), planes, hw); return 0;
+    case FORGE_BFLOAT16: mean_planes(static_cast<const T*>(x), static_cast<bf16*>(y), planes, hw); return 0;
+    case FORGE_FLOAT16: mean_planes(static_cast<const T*>(x), static_cast<f16*>(y), planes, hw); return 0;
+    default: return 1;
+  }
+}
+
+__attribute__((noinline)) int mean_run(int32_t in_dtype, int32_t out_dtype, const void* x, void* y, int64_t planes,
+                                       int64_t hw) {
+  switch (in_dtype) {
+    case FORGE_FLOAT32: return mean_out_dispatch<float>(out_dtype, x, y, planes, hw);
+    case FORGE_BFLOAT16: return mean_out_dispatch<bf16>(out_dtype, x, y, planes, hw);
+    case FORGE_FLOAT16: return mean_out_dispatch<f16>(out_dtype, x, y, planes, hw);
+    default: return 1;
+  }
+}
+
+}  // namespace
+
+#if FORGE_P_ISA != 0
+#pragma GCC pop_options
+#endif
+
+namespace {
+// The ISA the compute code was compiled for is present on this CPU.
+bool cpu_ok() {
+#if FORGE_P_ISA == 3
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#elif FORGE_P_ISA == 2
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+#else
+  return true;
+#endif
+}
+
+bool is_contiguous(const forge_tensor& t) {
+  int64_t expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return true;
+}
+}  // namespace
+
+namespace {
+bool float_dtype(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_BFLOAT16 || d == FORGE_FLOAT16; }
+}  // namespace
+
+// mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != 1 || call->n_outputs != 1 || call->n_scalars < 1) return 1;
+  const forge_tensor& x = call->inputs[0];
+  const forge_tensor& y = call->outputs[0];
+  if (!x.data || !y.data || x.ndim < 1 || !float_dtype(x.dtype) || !float_dtype(y.dtype)) return 1;
+  if (!is_contiguous(x) || !is_contiguous(y)) return 1;
+  // The reduced dims must be exactly the trailing k dims (None or [] = all).
+  bool reduced[FORGE_MAX_DIMS] = {};
+  int k = 0;
+  const forge_scalar& dim = call->scalars[0];
+  if (dim.kind == FORGE_ARG_NONE || (dim.kind == FORGE_ARG_INT_LIST && dim.len == 0)) {
+    for (int d = 0; d < x.ndim; ++d) reduced[d] = true;
+    k = x.ndim;
+  } else if (dim.kind == FORGE_ARG_INT_LIST) {
+    for (int j = 0; j < dim.len; ++j) {
+      int64_t d = dim.ints[j] < 0 ? dim.ints[j] + x.ndim : dim.ints[j];
+      if (d < 0 || d >= x.ndim || reduced[d]) return 1;
+      reduced[d] = true;
+      ++k;
+    }
+  } else {
+    return 1;
+  }
+  for (int d = 0; d < x.ndim; ++d)
+    if (reduced[d] != (d >= x.ndim - k)) return 1;
+  int64_t planes = 1, hw = 1, out_numel = 1;
+  for (int d = 0; d < x.ndim; ++d) (reduced[d] ? hw : planes) *= x.sizes[d];
+  for (int d = 0; d < y.ndim; ++d) out_numel *= y.sizes[d];
+  if (out_numel != planes) return 1;
+  if (FORGE_P_ROW && hw != FORGE_P_ROW) return 1;
+  if (!cpu_ok()) return 1;
+  if (planes == 0) return 0;
+  if (hw == 0) return 1;  // the mean of nothing: NaN in the stock kernel, not worth a path
+  return mean_run(x.dtype, y.dtype, x.data, y.data, planes, hw);
+}

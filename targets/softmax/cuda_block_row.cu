@@ -1,0 +1,346 @@
+/* softmax, CUDA strategy "block_row": one block per row, for rows too long
+ * for a warp (Quack: 64 threads from ~3K, 128 from ~6K, 256 beyond).
+ *
+ * Math: per row of the last dim (length L), in fp32:
+ *   M = max x;  S = sum exp(x - M);  y = exp(x - M) * (1/S).
+ * When L <= FORGE_P_BLOCK * FORGE_P_CHUNKS * VW (VW = 16 bytes of elements)
+ * the row is held in registers: one read, one write. Otherwise each thread
+ * keeps an online (m, s) over its strided vectors,
+ *   m' = max(m, x);  s = s * exp(m - m') + exp(x - m'),
+ * guarded so that (-inf) - (-inf) never enters (a lane that has only seen -inf
+ * keeps s = 0), the (m, s) pairs are merged across the block, and a second
+ * read writes y: two reads, one write (the stock kernel reads three times
+ * once a row passes its 48 KB shared-memory cache).
+ * Op: aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor;
+ * float32/float16/bfloat16 in, any of them out. Shapes: any rank >= 1, dim =
+ * the last dim, any row count (one block per row, grid-stride past 2^31),
+ * 64-bit offsets.
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * dim wraps to the last dim; input and output contiguous with equal sizes. A
+ * launch failure returns 1. Non-finite values as the stock kernel: all -inf
+ * row -> NaN, +inf or NaN in a row -> the row NaN.
+ *
+ * Why it is fast: 16-byte vector loads and stores (scalar instance when the
+ * pointers or L * sizeof(dtype) are not 16-byte aligned), register-resident
+ * rows up to BLOCK*CHUNKS*VW, warp shuffles then one shared-memory step per
+ * reduction, max and sum reduced separately only on the cached path.
+ * Compiled here (nvcc 13, sm_90a) but not run on this machine: no GPU.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "forge_kernel.h"
+
+#ifndef FORGE_P_BLOCK
+#define FORGE_P_BLOCK 256 /* threads per row: 128, 256, 512, 1024 */
+#endif
+#ifndef FORGE_P_CHUNKS
+#define FORGE_P_CHUNKS 4 /* 16-byte vectors per thread kept in registers (0: never cache, always online) */
+#endif
+#ifndef FORGE_P_EXP
+#define FORGE_P_EXP 0 /* 0: expf; 1: __expf (SFU) */
+#endif
+#if FORGE_P_EXP
+#define FORGE_EXP(v) __expf(v)
+#else
+#define FORGE_EXP(v) expf(v)
+#endif
+
+/* ---- common device helpers (the same block in every CUDA template) ---- */
+#pragma nv_diag_suppress 177 /* helpers a template does not use */
+namespace {
+
+template <class T> struct Io;
+template <> struct Io<float> {
+  static __device__ __forceinline__ float to(float v) { return v; }
+  static __device__ __forceinline__ float from(float v) { return v; }
+};
+template <> struct Io<__half> {
+  static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+};
+template <> struct Io<__nv_bfloat16> {
+  static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+};
+
+// N elements of T as one naturally aligned chunk (N * sizeof(T) = 4, 8 or 16
+// bytes: one vector access; 32 bytes: two 16-byte accesses).
+template <class T, int N> struct alignas(N * sizeof(T) > 16 ? 16 : N * sizeof(T)) Pack {
+  T v[N];
+};
+// Loads N consecutive elements (one vector instruction when N*sizeof(T) is
+// 4/8/16 and p is aligned to it) into fp32.
+template <class T, int N>
+__device__ __forceinline__ void load_n(const T* p, float* out) {
+  Pack<T, N> pk = *reinterpret_cast<const Pack<T, N>*>(p);
+#pragma unroll
+  for (int k = 0; k < N; ++k) out[k] = Io<T>::to(pk.v[k]);
+}
+template <class T, int N>
+__device__ __forceinline__ void store_n(T* p, const float* in) {
+  Pack<T, N> pk;
+#pragma unroll
+  for (int k = 0; k < N; ++k) pk.v[k] = Io<T>::from(in[k]);
+  *reinterpret_cast<Pack<T, N>*>(p) = pk;
+}
+
+template <int LANES>
+__device__ __forceinline__ float group_max(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <int LANES>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// Block-wide reductions (every thread gets the result). `scratch`: 32 floats
+// of shared memory; the block size is a multiple of 32.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_sum<32>(v);
+  __syncthreads();  // scratch may still be read from a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return group_sum<32>(v);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_max<32>(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -INFINITY;
+  return group_max<32>(v);
+}
+
+inline bool host_contiguous(const forge_tensor& t) {
+  int64_t expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return true;
+}
+inline int64_t host_numel(const forge_tensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
+  return n;
+}
+inline bool host_float(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_FLOAT16 || d == FORGE_BFLOAT16; }
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+inline size_t dtype_size(int32_t d) { return d == FORGE_FLOAT32 ? 4 : 2; }
+// A launch error (bad configuration, too many resources) as a nonzero return.
+inline int launch_status() { return cudaPeekAtLastError() == cudaSuccess ? 0 : 1; }
+
+}  // namespace
+
+namespace {
+// Calls f(T{}) with T the storage type of dtype d; 1 for other dtypes.
+template <class F>
+int with_dtype(int32_t d, F&& f) {
+  switch (d) {
+    case FORGE_FLOAT32: return f(float{});
+    case FORGE_FLOAT16: return f(__half{});
+    case FORGE_BFLOAT16: return f(__nv_bfloat16{});
+    default: return 1;
+  }
+}
+}  // namespace
+
+namespace {
+
+constexpr int BLOCK = FORGE_P_BLOCK;
+constexpr int CHUNKS = FORGE_P_CHUNKS;
+static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
+static_assert(CHUNKS >= 0 && CHUNKS <= 32, "FORGE_P_CHUNKS: 0..32");
+
+// Online (m, s) update with one value, and the merge of two pairs; both keep
+// s = 0 while m = -inf (no -inf - -inf = NaN from masked lanes).
+__device__ __forceinline__ void online_add(float& m, float& s, float v) {
+  const float mn = fmaxf(m, v);
+  if (mn == -INFINITY) return;
+  s = s * FORGE_EXP(m - mn) + FORGE_EXP(v - mn);
+  m = mn;
+}
+__device__ __forceinline__ void online_merge(float& m, float& s, float m2, float s2) {
+  const float mn = fmaxf(m, m2);
+  if (mn == -INFINITY) {
+    s += s2;  // 0 (or NaN that must stay NaN)
+    return;
+  }
+  s = s * FORGE_EXP(m - mn) + s2 * FORGE_EXP(m2 - mn);
+  m = mn;
+}
+// A NaN input: fmaxf drops it from m, but exp(NaN - m) makes s NaN.
+__device__ __forceinline__ void online_add_nan(float& m, float& s, float v) {
+  if (v != v) {
+    s = v;
+    return;
+  }
+  online_add(m, s, v);
+}
+
+template <class TI, class TO, int VW, bool VEC, bool CACHED>
+__global__ void __launch_bounds__(BLOCK) softmax_block_row(const TI* __restrict__ x, TO* __restrict__ y,
+                                                           int64_t rows, int64_t L) {
+  __shared__ float scratch[2][32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const TI* xr = x + row * L;
+    TO* yr = y + row * L;
+    if constexpr (CACHED) {
+      constexpr int C = CHUNKS > 0 ? CHUNKS : 1;
+      float v[C][VW];
+#pragma unroll
+      for (int k = 0; k < C; ++k) {
+        const int64_t j = (static_cast<int64_t>(k) * BLOCK + threadIdx.x) * VW;
+        if (j + VW <= L) {
+          if constexpr (VEC) load_n<TI, VW>(xr + j, v[k]);
+          else
+#pragma unroll
+            for (int e = 0; e < VW; ++e) v[k][e] = Io<TI>::to(xr[j + e]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VW; ++e) v[k][e] = j + e < L ? Io<TI>::to(xr[j + e]) : -INFINITY;
+        }
+      }
+      float m = -INFINITY;
+#pragma unroll
+      for (int k = 0; k < C; ++k)
+#pragma unroll
+        for (int e = 0; e < VW; ++e) m = fmaxf(m, v[k][e]);
+      m = block_max(m, scratch[0]);
+      float s = 0.0f;
+#pragma unroll
+      for (int k = 0; k < C; ++k)
+#pragma unroll
+        for (int e = 0; e < VW; ++e) {
+          v[k][e] = FORGE_EXP(v[k][e] - m);
+          s += v[k][e];
+        }
+      s = block_sum(s, scratch[1]);
+      const float inv = 1.0f / s;
+#pragma unroll
+      for (int k = 0; k < C; ++k) {
+        const int64_t j = (static_cast<int64_t>(k) * BLOCK + threadIdx.x) * VW;
+        float o[VW];
+#pragma unroll
+        for (int e = 0; e < VW; ++e) o[e] = v[k][e] * inv;
+        if (j + VW <= L) {
+          if constexpr (VEC) store_n<TO, VW>(yr + j, o);
+          else
+#pragma unroll
+            for (int e = 0; e < VW; ++e) yr[j + e] = Io<TO>::from(o[e]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VW; ++e)
+            if (j + e < L) yr[j + e] = Io<TO>::from(o[e]);
+        }
+      }
+    } else {
+      // Pass 1: online (m, s) per thread over its vectors, merged across the block.
+      float m = -INFINITY, s = 0.0f;
+      for (int64_t j = static_cast<int64_t>(threadIdx.x) * VW; j < L; j += static_cast<int64_t>(BLOCK) * VW) {
+        float v[VW];
+        if (VEC && j + VW <= L) {
+          load_n<TI, VW>(xr + j, v);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VW; ++e) v[e] = j + e < L ? Io<TI>::to(xr[j + e]) : -INFINITY;
+        }
+#pragma unroll
+        for (int e = 0; e < VW; ++e) online_add_nan(m, s, v[e]);
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        online_merge(m, s, m2, s2);
+      }
+      const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+      __syncthreads();
+      if (lane == 0) {
+        scratch[0][warp] = m;
+        scratch[1][warp] = s;
+      }
+      __syncthreads();
+      m = lane < BLOCK / 32 ? scratch[0][lane] : -INFINITY;
+      s = lane < BLOCK / 32 ? scratch[1][lane] : 0.0f;
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        online_merge(m, s, m2, s2);
+      }
+      // An all -inf row: m = -inf, s = 0 -> exp(-inf - -inf) * (1/0) = NaN, as stock.
+      const float inv = 1.0f / s;
+      // Pass 2: re-read (from L2 for rows up to a few MB) and write.
+      for (int64_t j = static_cast<int64_t>(threadIdx.x) * VW; j < L; j += static_cast<int64_t>(BLOCK) * VW) {
+        float v[VW];
+        if (VEC && j + VW <= L) {
+          load_n<TI, VW>(xr + j, v);
+#pragma unroll
+          for (int e = 0; e < VW; ++e) v[e] = FORGE_EXP(v[e] - m) * inv;
+          store_n<TO, VW>(yr + j, v);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VW; ++e)
+            if (j + e < L) yr[j + e] = Io<TO>::from(FORGE_EXP(Io<TI>::to(xr[j + e]) - m) * inv);
+        }
+      }
+      __syncthreads();  // scratch is reused by the next row
+    }
+  }
+}
+
+template <class TI, class TO>
+int launch(const void* x, void* y, int64_t rows, int64_t L, cudaStream_t stream) {
+  constexpr int VW = 16 / sizeof(TI);
+  const bool vec = aligned16(x) && aligned16(y) && (L * sizeof(TI)) % 16 == 0 && (L * sizeof(TO)) % 16 == 0;
+  const unsigned grid = static_cast<unsigned>(rows < 0x7fffffffLL ? rows : 0x7fffffffLL);
+  const bool fits_vec = CHUNKS > 0 && L <= static_cast<int64_t>(BLOCK) * CHUNKS * VW;
+  const bool fits_scalar = CHUNKS > 0 && L <= static_cast<int64_t>(BLOCK) * CHUNKS;
+  const TI* xi = static_cast<const TI*>(x);
+  TO* yo = static_cast<TO*>(y);
+  if (vec && fits_vec)
+    softmax_block_row<TI, TO, VW, true, true><<<grid, BLOCK, 0, stream>>>(xi, yo, rows, L);
+  else if (!vec && fits_scalar)
+    softmax_block_row<TI, TO, 1, false, true><<<grid, BLOCK, 0, stream>>>(xi, yo, rows, L);
+  else if (vec)
+    softmax_block_row<TI, TO, VW, true, false><<<grid, BLOCK, 0, stream>>>(xi, yo, rows, L);
+  else
+    softmax_block_row<TI, TO, 1, false, false><<<grid, BLOCK, 0, stream>>>(xi, yo, rows, L);
+  return launch_status();
+}
+
+}  // namespace
+
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != 1 || call->n_outputs != 1 || call->n_scalars < 2) return 1;
+  const forge_tensor& x = call->inputs[0];
+  const forge_tensor& y = call->outputs[0];
+  if (!x.data || !y.data || x.ndim < 1 || x.ndim != y.ndim) return 1;
+  if (call->scalars[0].kind != FORGE_ARG_INT) return 1;
+  int64_t dim = call->scalars[0].i;
+  if (dim < 0) dim += x.ndim;
+  if (dim != x.ndim - 1) return 1;
+  for (int d = 0; d < x.ndim; ++d)
+    if (x.sizes[d] != y.sizes[d]) return 1;
+  if (!host_contiguous(x) || !host_contiguous(y)) return 1;
+  const int64_t numel = host_numel(x), L = x.sizes[x.ndim - 1];
+  if (numel == 0) return 0;
+  cudaStream_t stream = static_cast<cudaStream_t>(call->stream);
+  return with_dtype(x.dtype, [&](auto ti) {
+    using TI = decltype(ti);
+    return with_dtype(y.dtype, [&](auto to) {
+      using TO = decltype(to);
+      return launch<TI, TO>(x.data, y.data, numel / L, L, stream);
+    });
+  });
+}

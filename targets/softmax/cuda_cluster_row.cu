@@ -1,0 +1,303 @@
+/* softmax, CUDA strategy "cluster_row": a thread-block cluster per row for
+ * rows too long for one block's registers (Hopper, sm_90): the row is read
+ * once and written once however long, up to CLUSTER*BLOCK*CHUNKS*VW.
+ *
+ * Math: per row of the last dim (length L), in fp32: CTA r of the cluster
+ * holds elements [r*SL, (r+1)*SL) (SL = BLOCK*CHUNKS*VW, VW = 16 bytes of
+ * elements) in registers; m_r = max of its slice (block reduction), published
+ * in shared memory; after a cluster barrier every CTA reads all m_r through
+ * distributed shared memory: M = max m_r; then s_r = sum exp(x - M) likewise,
+ * S = sum s_r; y = exp(x - M) * (1/S).
+ * Op: aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor;
+ * float32/float16/bfloat16 in, any of them out. Shapes: any rank >= 1, dim =
+ * the last dim, any row count (rows looped past the grid limit), 64-bit offsets.
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * dim wraps to the last dim; input and output contiguous with equal sizes;
+ * L <= CLUSTER*BLOCK*CHUNKS*VW (VW = 1 for the scalar instance used when the
+ * pointers or L*sizeof(dtype) are not 16-byte aligned); the device supports
+ * clusters (sm_90+; a failed launch returns 1). Cluster size 16 needs the
+ * non-portable attribute, set once per process (allowed: thread-safe, no
+ * allocation). Non-finite values as the stock kernel.
+ *
+ * Why it is fast: Quack's recipe: past ~16K elements one block per row either
+ * spills or re-reads; a cluster of 2..16 CTAs (one per SM) keeps the row on
+ * chip and exchanges two floats per CTA through DSMEM, so global memory sees
+ * exactly one read and one write (the stock kernel reads 3x past 48 KB rows).
+ * Compiled here (nvcc 13, sm_90a) but not run on this machine: no GPU.
+ */
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "forge_kernel.h"
+
+#ifndef FORGE_P_CLUSTER
+#define FORGE_P_CLUSTER 4 /* CTAs per row: 2, 4, 8, 16 */
+#endif
+#ifndef FORGE_P_BLOCK
+#define FORGE_P_BLOCK 256 /* threads per CTA: 128, 256, 512 */
+#endif
+#ifndef FORGE_P_CHUNKS
+#define FORGE_P_CHUNKS 8 /* 16-byte vectors per thread held in registers: 2 .. 32 */
+#endif
+#ifndef FORGE_P_EXP
+#define FORGE_P_EXP 0 /* 0: expf; 1: __expf (SFU) */
+#endif
+#if FORGE_P_EXP
+#define FORGE_EXP(v) __expf(v)
+#else
+#define FORGE_EXP(v) expf(v)
+#endif
+
+/* ---- common device helpers (the same block in every CUDA template) ---- */
+#pragma nv_diag_suppress 177 /* helpers a template does not use */
+namespace {
+
+template <class T> struct Io;
+template <> struct Io<float> {
+  static __device__ __forceinline__ float to(float v) { return v; }
+  static __device__ __forceinline__ float from(float v) { return v; }
+};
+template <> struct Io<__half> {
+  static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+};
+template <> struct Io<__nv_bfloat16> {
+  static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+};
+
+// N elements of T as one naturally aligned chunk (N * sizeof(T) = 4, 8 or 16
+// bytes: one vector access; 32 bytes: two 16-byte accesses).
+template <class T, int N> struct alignas(N * sizeof(T) > 16 ? 16 : N * sizeof(T)) Pack {
+  T v[N];
+};
+// Loads N consecutive elements (one vector instruction when N*sizeof(T) is
+// 4/8/16 and p is aligned to it) into fp32.
+template <class T, int N>
+__device__ __forceinline__ void load_n(const T* p, float* out) {
+  Pack<T, N> pk = *reinterpret_cast<const Pack<T, N>*>(p);
+#pragma unroll
+  for (int k = 0; k < N; ++k) out[k] = Io<T>::to(pk.v[k]);
+}
+template <class T, int N>
+__device__ __forceinline__ void store_n(T* p, const float* in) {
+  Pack<T, N> pk;
+#pragma unroll
+  for (int k = 0; k < N; ++k) pk.v[k] = Io<T>::from(in[k]);
+  *reinterpret_cast<Pack<T, N>*>(p) = pk;
+}
+
+template <int LANES>
+__device__ __forceinline__ float group_max(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <int LANES>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// Block-wide reductions (every thread gets the result). `scratch`: 32 floats
+// of shared memory; the block size is a multiple of 32.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_sum<32>(v);
+  __syncthreads();  // scratch may still be read from a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return group_sum<32>(v);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_max<32>(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -INFINITY;
+  return group_max<32>(v);
+}
+
+inline bool host_contiguous(const forge_tensor& t) {
+  int64_t expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return true;
+}
+inline int64_t host_numel(const forge_tensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
+  return n;
+}
+inline bool host_float(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_FLOAT16 || d == FORGE_BFLOAT16; }
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+inline size_t dtype_size(int32_t d) { return d == FORGE_FLOAT32 ? 4 : 2; }
+// A launch error (bad configuration, too many resources) as a nonzero return.
+inline int launch_status() { return cudaPeekAtLastError() == cudaSuccess ? 0 : 1; }
+
+}  // namespace
+
+namespace {
+// Calls f(T{}) with T the storage type of dtype d; 1 for other dtypes.
+template <class F>
+int with_dtype(int32_t d, F&& f) {
+  switch (d) {
+    case FORGE_FLOAT32: return f(float{});
+    case FORGE_FLOAT16: return f(__half{});
+    case FORGE_BFLOAT16: return f(__nv_bfloat16{});
+    default: return 1;
+  }
+}
+}  // namespace
+
+namespace {
+
+namespace cg = cooperative_groups;
+constexpr int CLUSTER = FORGE_P_CLUSTER;
+constexpr int BLOCK = FORGE_P_BLOCK;
+constexpr int CHUNKS = FORGE_P_CHUNKS;
+static_assert(CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8 || CLUSTER == 16, "FORGE_P_CLUSTER: 2, 4, 8 or 16");
+static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
+static_assert(CHUNKS >= 1 && CHUNKS <= 64, "FORGE_P_CHUNKS: 1..64");
+
+template <class TI, class TO, int VW, bool VEC>
+__global__ void __launch_bounds__(BLOCK) softmax_cluster_row(const TI* __restrict__ x, TO* __restrict__ y,
+                                                             int64_t rows, int64_t L) {
+  cg::cluster_group cluster = cg::this_cluster();
+  __shared__ float scratch[2][32];
+  __shared__ float published[2];  // this CTA's max and sum, read by the others
+  const int rank = static_cast<int>(cluster.block_rank());
+  constexpr int64_t SL = static_cast<int64_t>(BLOCK) * CHUNKS * VW;
+  const int64_t clusters = gridDim.x / CLUSTER;
+  for (int64_t row = blockIdx.x / CLUSTER; row < rows; row += clusters) {
+    const TI* xr = x + row * L + rank * SL;
+    TO* yr = y + row * L + rank * SL;
+    const int64_t n = L - rank * SL;  // elements of this slice that exist (may be <= 0)
+    float v[CHUNKS][VW];
+#pragma unroll
+    for (int k = 0; k < CHUNKS; ++k) {
+      const int64_t j = (static_cast<int64_t>(k) * BLOCK + threadIdx.x) * VW;
+      if (VEC && j + VW <= n) {
+        load_n<TI, VW>(xr + j, v[k]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VW; ++e) v[k][e] = j + e < n ? Io<TI>::to(xr[j + e]) : -INFINITY;
+      }
+    }
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < CHUNKS; ++k)
+#pragma unroll
+      for (int e = 0; e < VW; ++e) m = fmaxf(m, v[k][e]);
+    m = block_max(m, scratch[0]);
+    if (threadIdx.x == 0) published[0] = m;
+    cluster.sync();
+#pragma unroll
+    for (int r = 0; r < CLUSTER; ++r) m = fmaxf(m, cluster.map_shared_rank(published, r)[0]);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < CHUNKS; ++k)
+#pragma unroll
+      for (int e = 0; e < VW; ++e) {
+        v[k][e] = FORGE_EXP(v[k][e] - m);  // padding -inf -> 0; an all -inf row -> NaN, as stock
+        s += v[k][e];
+      }
+    s = block_sum(s, scratch[1]);
+    if (threadIdx.x == 0) published[1] = s;
+    cluster.sync();
+    s = 0.0f;
+#pragma unroll
+    for (int r = 0; r < CLUSTER; ++r) s += cluster.map_shared_rank(published, r)[1];  // same order everywhere
+    cluster.sync();  // nobody overwrites `published` (next row) or exits while others read it
+    const float inv = 1.0f / s;
+#pragma unroll
+    for (int k = 0; k < CHUNKS; ++k) {
+      const int64_t j = (static_cast<int64_t>(k) * BLOCK + threadIdx.x) * VW;
+      float o[VW];
+#pragma unroll
+      for (int e = 0; e < VW; ++e) o[e] = v[k][e] * inv;
+      if (VEC && j + VW <= n) {
+        store_n<TO, VW>(yr + j, o);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VW; ++e)
+          if (j + e < n) yr[j + e] = Io<TO>::from(o[e]);
+      }
+    }
+  }
+}
+
+template <class TI, class TO, int VW, bool VEC>
+int launch_one(const TI* x, TO* y, int64_t rows, int64_t L, cudaStream_t stream) {
+  auto kernel = softmax_cluster_row<TI, TO, VW, VEC>;
+  if (CLUSTER > 8) {
+    // One-time opt-in per instantiation (thread-safe static initialization).
+    static const cudaError_t once = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (once != cudaSuccess) return 1;
+  }
+  const int64_t max_clusters = 0x7fffffffLL / CLUSTER;
+  const int64_t clusters = rows < max_clusters ? rows : max_clusters;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(clusters * CLUSTER));
+  cfg.blockDim = dim3(BLOCK);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = CLUSTER;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (cudaLaunchKernelEx(&cfg, kernel, x, y, rows, L) != cudaSuccess) return 1;
+  return launch_status();
+}
+
+template <class TI, class TO>
+int launch(const void* x, void* y, int64_t rows, int64_t L, cudaStream_t stream) {
+  constexpr int VW = 16 / sizeof(TI);
+  const bool vec = aligned16(x) && aligned16(y) && (L * sizeof(TI)) % 16 == 0 && (L * sizeof(TO)) % 16 == 0;
+  const TI* xi = static_cast<const TI*>(x);
+  TO* yo = static_cast<TO*>(y);
+  if (vec) {
+    if (L > static_cast<int64_t>(CLUSTER) * BLOCK * CHUNKS * VW) return 1;
+    return launch_one<TI, TO, VW, true>(xi, yo, rows, L, stream);
+  }
+  if (L > static_cast<int64_t>(CLUSTER) * BLOCK * CHUNKS) return 1;
+  return launch_one<TI, TO, 1, false>(xi, yo, rows, L, stream);
+}
+
+}  // namespace
+
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != 1 || call->n_outputs != 1 || call->n_scalars < 2) return 1;
+  const forge_tensor& x = call->inputs[0];
+  const forge_tensor& y = call->outputs[0];
+  if (!x.data || !y.data || x.ndim < 1 || x.ndim != y.ndim) return 1;
+  if (call->scalars[0].kind != FORGE_ARG_INT) return 1;
+  int64_t dim = call->scalars[0].i;
+  if (dim < 0) dim += x.ndim;
+  if (dim != x.ndim - 1) return 1;
+  for (int d = 0; d < x.ndim; ++d)
+    if (x.sizes[d] != y.sizes[d]) return 1;
+  if (!host_contiguous(x) || !host_contiguous(y)) return 1;
+  const int64_t numel = host_numel(x), L = x.sizes[x.ndim - 1];
+  if (numel == 0) return 0;
+  cudaStream_t stream = static_cast<cudaStream_t>(call->stream);
+  return with_dtype(x.dtype, [&](auto ti) {
+    using TI = decltype(ti);
+    return with_dtype(y.dtype, [&](auto to) {
+      using TO = decltype(to);
+      return launch<TI, TO>(x.data, y.data, numel / L, L, stream);
+    });
+  });
+}

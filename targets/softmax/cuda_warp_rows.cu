@@ -1,0 +1,276 @@
+/* softmax, CUDA strategy "warp_rows": FORGE_P_LANES threads (a warp or a
+ * part of one) per row, the whole row in registers: one read, one write.
+ *
+ * Math: per row of the last dim (length L <= FORGE_P_MAX_ROW), in fp32:
+ *   M = max x;  e = exp(x - M);  S = sum e;  y = e * (1/S)
+ * Op: aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor;
+ * input float32/float16/bfloat16, output any of them (half_to_float: fp16 in,
+ * fp32 out). Shapes: any rank >= 1, dim = the last dim, any row count
+ * (64-bit row offsets).
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * dim wraps to the last dim; input and output contiguous with equal sizes;
+ * L <= FORGE_P_MAX_ROW; grid within 2^31 blocks. A launch failure returns 1.
+ * Non-finite values as in the stock kernel: an all -inf row gives NaN, +inf or
+ * NaN in a row makes the row NaN.
+ *
+ * Why it is fast: rows <= a few thousand elements are too short for a block;
+ * LANES threads own a row (Quack's heuristic: 8-16 lanes for <= 128, a warp
+ * for <= 3K), reductions are register shuffles within the lane group (no
+ * shared memory, no __syncthreads), and every access is a 16-byte vector when
+ * the base pointers are 16-byte aligned and L * sizeof(dtype) is a multiple of
+ * 16 (else a scalar instance of the same kernel). FORGE_P_EXP = 1 uses the
+ * SFU exp (__expf: ~2 ulp plus |x|*2^-24 relative: fine for softmax, whose
+ * large |x - M| terms are tiny); 0 the accurate expf.
+ * Compiled here (nvcc 13, sm_90a) but not run on this machine: no GPU.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "forge_kernel.h"
+
+#ifndef FORGE_P_LANES
+#define FORGE_P_LANES 32 /* threads per row: 4, 8, 16, 32 */
+#endif
+#ifndef FORGE_P_BLOCK
+#define FORGE_P_BLOCK 128 /* threads per block: 64 .. 1024 */
+#endif
+#ifndef FORGE_P_MAX_ROW
+#define FORGE_P_MAX_ROW 1024 /* longest row this instance holds in registers */
+#endif
+#ifndef FORGE_P_EXP
+#define FORGE_P_EXP 0 /* 0: expf; 1: __expf (SFU) */
+#endif
+#if FORGE_P_EXP
+#define FORGE_EXP(v) __expf(v)
+#else
+#define FORGE_EXP(v) expf(v)
+#endif
+
+/* ---- common device helpers (the same block in every CUDA template) ---- */
+#pragma nv_diag_suppress 177 /* helpers a template does not use */
+namespace {
+
+template <class T> struct Io;
+template <> struct Io<float> {
+  static __device__ __forceinline__ float to(float v) { return v; }
+  static __device__ __forceinline__ float from(float v) { return v; }
+};
+template <> struct Io<__half> {
+  static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+};
+template <> struct Io<__nv_bfloat16> {
+  static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+};
+
+// N elements of T as one naturally aligned chunk (N * sizeof(T) = 4, 8 or 16
+// bytes: one vector access; 32 bytes: two 16-byte accesses).
+template <class T, int N> struct alignas(N * sizeof(T) > 16 ? 16 : N * sizeof(T)) Pack {
+  T v[N];
+};
+// Loads N consecutive elements (one vector instruction when N*sizeof(T) is
+// 4/8/16 and p is aligned to it) into fp32.
+template <class T, int N>
+__device__ __forceinline__ void load_n(const T* p, float* out) {
+  Pack<T, N> pk = *reinterpret_cast<const Pack<T, N>*>(p);
+#pragma unroll
+  for (int k = 0; k < N; ++k) out[k] = Io<T>::to(pk.v[k]);
+}
+template <class T, int N>
+__device__ __forceinline__ void store_n(T* p, const float* in) {
+  Pack<T, N> pk;
+#pragma unroll
+  for (int k = 0; k < N; ++k) pk.v[k] = Io<T>::from(in[k]);
+  *reinterpret_cast<Pack<T, N>*>(p) = pk;
+}
+
+template <int LANES>
+__device__ __forceinline__ float group_max(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <int LANES>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// Block-wide reductions (every thread gets the result). `scratch`: 32 floats
+// of shared memory; the block size is a multiple of 32.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_sum<32>(v);
+  __syncthreads();  // scratch may still be read from a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return group_sum<32>(v);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_max<32>(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -INFINITY;
+  return group_max<32>(v);
+}
+
+inline bool host_contiguous(const forge_tensor& t) {
+  int64_t expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return true;
+}
+inline int64_t host_numel(const forge_tensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
+  return n;
+}
+inline bool host_float(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_FLOAT16 || d == FORGE_BFLOAT16; }
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+inline size_t dtype_size(int32_t d) { return d == FORGE_FLOAT32 ? 4 : 2; }
+// A launch error (bad configuration, too many resources) as a nonzero return.
+inline int launch_status() { return cudaPeekAtLastError() == cudaSuccess ? 0 : 1; }
+
+}  // namespace
+
+namespace {
+// Calls f(T{}) with T the storage type of dtype d; 1 for other dtypes.
+template <class F>
+int with_dtype(int32_t d, F&& f) {
+  switch (d) {
+    case FORGE_FLOAT32: return f(float{});
+    case FORGE_FLOAT16: return f(__half{});
+    case FORGE_BFLOAT16: return f(__nv_bfloat16{});
+    default: return 1;
+  }
+}
+}  // namespace
+
+namespace {
+
+constexpr int LANES = FORGE_P_LANES;
+constexpr int BLOCK = FORGE_P_BLOCK;
+constexpr int MAX_ROW = FORGE_P_MAX_ROW;
+static_assert(LANES == 4 || LANES == 8 || LANES == 16 || LANES == 32, "FORGE_P_LANES: 4, 8, 16 or 32");
+static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32, <= 1024");
+
+// LANES threads per row, the row in registers: VW consecutive elements per
+// chunk (16 bytes of input when VEC, else 1), CHUNKS chunks per thread, chunk
+// k of lane l covering elements [(k*LANES + l)*VW, +VW).
+template <class TI, class TO, int VW, bool VEC>
+__global__ void __launch_bounds__(BLOCK) softmax_warp_rows(const TI* __restrict__ x, TO* __restrict__ y,
+                                                           int64_t rows, int L) {
+  constexpr int CHUNKS = (MAX_ROW + LANES * VW - 1) / (LANES * VW);
+  const int lane = threadIdx.x % LANES;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (BLOCK / LANES) + threadIdx.x / LANES;
+  const bool live = row < rows;  // no early return: the shuffles need the whole warp
+  const TI* xr = x + (live ? row : 0) * static_cast<int64_t>(L);
+  float v[CHUNKS][VW];
+#pragma unroll
+  for (int k = 0; k < CHUNKS; ++k) {
+    const int j = (k * LANES + lane) * VW;
+    if (live && j + VW <= L) {
+      if constexpr (VEC) {
+        load_n<TI, VW>(xr + j, v[k]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VW; ++e) v[k][e] = Io<TI>::to(xr[j + e]);
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < VW; ++e) v[k][e] = (live && j + e < L) ? Io<TI>::to(xr[j + e]) : -INFINITY;
+    }
+  }
+  float m = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < CHUNKS; ++k)
+#pragma unroll
+    for (int e = 0; e < VW; ++e) m = fmaxf(m, v[k][e]);
+  m = group_max<LANES>(m);
+  // A NaN input: fmaxf drops it here, but exp(NaN - m) makes the sum NaN.
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < CHUNKS; ++k)
+#pragma unroll
+    for (int e = 0; e < VW; ++e) {
+      v[k][e] = FORGE_EXP(v[k][e] - m);  // padding: exp(-inf - m) = 0; an all -inf row: NaN, as stock
+      s += v[k][e];
+    }
+  s = group_sum<LANES>(s);
+  const float inv = 1.0f / s;
+  if (!live) return;
+  TO* yr = y + row * static_cast<int64_t>(L);
+#pragma unroll
+  for (int k = 0; k < CHUNKS; ++k) {
+    const int j = (k * LANES + lane) * VW;
+    float o[VW];
+#pragma unroll
+    for (int e = 0; e < VW; ++e) o[e] = v[k][e] * inv;
+    if (j + VW <= L) {
+      if constexpr (VEC) {
+        store_n<TO, VW>(yr + j, o);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VW; ++e) yr[j + e] = Io<TO>::from(o[e]);
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < VW; ++e)
+        if (j + e < L) yr[j + e] = Io<TO>::from(o[e]);
+    }
+  }
+}
+
+template <class TI, class TO>
+int launch(const void* x, void* y, int64_t rows, int64_t L, cudaStream_t stream) {
+  constexpr int VW = 16 / sizeof(TI);
+  const int64_t blocks = (rows + BLOCK / LANES - 1) / (BLOCK / LANES);
+  if (blocks > 0x7fffffffLL) return 1;
+  // 16-byte vectors need both rows aligned: base pointers and the row pitch.
+  const bool vec = aligned16(x) && aligned16(y) && (L * sizeof(TI)) % 16 == 0 && (L * sizeof(TO)) % 16 == 0 &&
+                   (VW * sizeof(TO)) % 4 == 0;
+  if (vec)
+    softmax_warp_rows<TI, TO, VW, true><<<static_cast<unsigned>(blocks), BLOCK, 0, stream>>>(
+        static_cast<const TI*>(x), static_cast<TO*>(y), rows, static_cast<int>(L));
+  else
+    softmax_warp_rows<TI, TO, 1, false><<<static_cast<unsigned>(blocks), BLOCK, 0, stream>>>(
+        static_cast<const TI*>(x), static_cast<TO*>(y), rows, static_cast<int>(L));
+  return launch_status();
+}
+
+}  // namespace
+
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != 1 || call->n_outputs != 1 || call->n_scalars < 2) return 1;
+  const forge_tensor& x = call->inputs[0];
+  const forge_tensor& y = call->outputs[0];
+  if (!x.data || !y.data || x.ndim < 1 || x.ndim != y.ndim) return 1;
+  if (call->scalars[0].kind != FORGE_ARG_INT) return 1;
+  int64_t dim = call->scalars[0].i;
+  if (dim < 0) dim += x.ndim;
+  if (dim != x.ndim - 1) return 1;
+  for (int d = 0; d < x.ndim; ++d)
+    if (x.sizes[d] != y.sizes[d]) return 1;
+  if (!host_contiguous(x) || !host_contiguous(y)) return 1;
+  const int64_t numel = host_numel(x), L = x.sizes[x.ndim - 1];
+  if (numel == 0) return 0;
+  if (L > MAX_ROW) return 1;  // the row does not fit this instance's registers
+  cudaStream_t stream = static_cast<cudaStream_t>(call->stream);
+  return with_dtype(x.dtype, [&](auto ti) {
+    using TI = decltype(ti);
+    return with_dtype(y.dtype, [&](auto to) {
+      using TO = decltype(to);
+      return launch<TI, TO>(x.data, y.data, numel / L, L, stream);
+    });
+  });
+}
