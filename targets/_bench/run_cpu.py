@@ -10,7 +10,7 @@ measured.
   python3 targets/_bench/run_cpu.py --worker /tmp/wbuild2/forge_worker \
       --family softmax [--strategy rows_3pass] [--param VEC=16 ...] \
       [--case tiny_attn] [--threads 1] [--march x86-64-v2] [--repeat 3] \
-      [--out results.jsonl]
+      [--out results.jsonl] [--cases cases_odd.yaml --cases-key odd_softmax]
 
 Cases live in cases_cpu.yaml next to this file: per family a list of
 {name, op, args} with args as the capture writes them (docs/CAPTURE.md).
@@ -83,7 +83,7 @@ def row_of(family, case):
     """What `$row` means for a family: the reduced (or per-channel) extent."""
     args = case["args"]
     x = args[0]["sizes"]
-    if family == "layer_norm":
+    if family in ("layer_norm", "rms_norm"):
         n = 1
         for v in args[1]["value"]:
             n *= v
@@ -122,12 +122,14 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--out", default=None)
     ap.add_argument("--cache", default="/tmp/forge_strategies")
+    ap.add_argument("--cases", default=os.path.join(HERE, "cases_cpu.yaml"), help="cases file")
+    ap.add_argument("--cases-key", default=None, help="key in the cases file (default: the family)")
     a = ap.parse_args()
 
     fam_dir = os.path.join(TARGETS, a.family)
     family = yaml.safe_load(open(os.path.join(fam_dir, "family.yaml")))
     strategies = yaml.safe_load(open(os.path.join(fam_dir, "strategies.yaml")))["strategies"]
-    cases = yaml.safe_load(open(os.path.join(HERE, "cases_cpu.yaml")))[a.family]
+    cases = yaml.safe_load(open(a.cases))[a.cases_key or a.family]
     fixed = dict(kv.split("=", 1) for kv in a.param)
     os.makedirs(a.cache, exist_ok=True)
     w = Worker(a.worker)
