@@ -92,8 +92,12 @@ def row_of(family, case):
         return x[-1]
     if family == "group_norm":  # elements of one (n, group): C/G * HxW
         return args[4]["value"] // args[6]["value"] * args[5]["value"]
-    n = 1  # mean_hw, batch_norm: the H*W plane
-    for v in x[2:]:
+    n = 1
+    if family == "mean_hw":  # the reduced (trailing) dims
+        for d in args[1].get("value") or range(len(x)):
+            n *= x[d]
+        return n
+    for v in x[2:]:  # batch_norm: the H*W plane
         n *= v
     return n
 
