@@ -1,4 +1,4 @@
-/* batch_norm in inference, CUDA strategy "plane_affine": FORGE_P_LANES
+/* batch_norm in inference, CUDA strategy "plane_lanes": FORGE_P_LANES
  * threads per NCHW (n, c) plane; the channel's constants are computed once per
  * plane, then the plane streams through.
  *
