@@ -85,6 +85,7 @@ nlohmann::json target_json(const Target& t) {
           {"amdahl_max_speedup", t.amdahl},
           {"samples", t.samples},
           {"iterations", t.iterations},
+          {"verified", t.verified},
           {"accepted", t.accepted},
           {"best_speedup_eager", opt(t.best_speedup_eager)},
           {"best_speedup_compile", opt(t.best_speedup_compile)},

@@ -32,7 +32,8 @@ struct Target {
   nlohmann::json sample_inputs;  // [[{digest, dtype, sizes, strides}...], ...]
   // Filled by later stages (null in JSON until measured).
   int iterations = 0;
-  int accepted = 0;
+  int verified = 0;  // candidates that passed verification, faster or not
+  int accepted = 0;  // verified and faster than stock
   std::optional<double> best_speedup_eager, best_speedup_compile, floor_pct;
   std::string best_strategy;  // "rows_3pass {\"VEC\":8}" of the best accepted kernel
 };

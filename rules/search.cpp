@@ -81,10 +81,12 @@ std::string search_context(const BuildContext& ctx, const Target& t, const Famil
 
 void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   t.iterations = tree.completed();
-  t.accepted = 0;
+  t.verified = t.accepted = 0;
   const mcts::Node* best = nullptr;
   for (const auto& n : tree.nodes()) {
-    if (n.id == mcts::kRoot || n.pending || n.outcome.status != mcts::Outcome::Status::Ok) continue;
+    if (n.id == mcts::kRoot || n.pending) continue;
+    if (n.outcome.verified()) ++t.verified;
+    if (n.outcome.status != mcts::Outcome::Status::Ok) continue;
     ++t.accepted;
     if (!best || n.outcome.speedup > best->outcome.speedup) best = &n;
   }
