@@ -53,6 +53,14 @@ void print_targets_table(const json& targets) {
                 fmt(t["best_speedup_compile"], "%.2f").c_str(),
                 fmt(t["floor_pct"], "%.0f%%").c_str(), t.value("signature", "").c_str());
   }
+  // Failures by kind (and how many verified but were slower) per searched target.
+  for (const auto& t : targets) {
+    if (t.value("iterations", 0) == 0 || !t.contains("outcomes")) continue;
+    std::string line;
+    for (const auto& [kind, n] : t["outcomes"].items())
+      line += (line.empty() ? "" : ", ") + kind + " " + std::to_string(n.get<int>());
+    std::printf("%-36s outcomes: %s\n", t.value("id", "").c_str(), line.c_str());
+  }
 }
 
 void print_build_report(const json& report) {

@@ -87,6 +87,7 @@ nlohmann::json target_json(const Target& t) {
           {"iterations", t.iterations},
           {"verified", t.verified},
           {"accepted", t.accepted},
+          {"outcomes", t.outcomes},
           {"best_speedup_eager", opt(t.best_speedup_eager)},
           {"best_speedup_compile", opt(t.best_speedup_compile)},
           {"floor_pct", opt(t.floor_pct)},

@@ -4,6 +4,7 @@
 // shown beside it. Any unique prefix of an id names it on the command line.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@ struct Target {
   int iterations = 0;
   int verified = 0;  // candidates that passed verification, faster or not
   int accepted = 0;  // verified and faster than stock
+  std::map<std::string, int> outcomes;  // iterations by outcome: "ok", "slower", "wrong_result", ...
   std::optional<double> best_speedup_eager, best_speedup_compile, floor_pct;
   std::string best_strategy;  // "rows_3pass {\"VEC\":8}" of the best accepted kernel
 };

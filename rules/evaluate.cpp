@@ -97,8 +97,14 @@ std::vector<json> evaluate_candidates(BuildContext& ctx, Executor& executor, con
 
   json samples;  // materialized on first use
   const std::string op = split_op(target.op).first, overload = split_op(target.op).second;
+  // CPU candidates compute on the calling thread, so the stock kernel is timed
+  // on one intra-op thread too: a per-core comparison. With torch's default
+  // threads a small op's time is dominated by waking the pool (bimodal, up to
+  // milliseconds on 2-vCPU VMs), which made acceptance a coin toss in CI.
+  json bench = settings.bench;
+  if (ctx.device.backend == "cpu" && !bench.contains("threads")) bench["threads"] = 1;
   const json settings_json = {{"seed", settings.seed},
-                              {"bench", settings.bench},
+                              {"bench", bench},
                               {"timeout_seconds", settings.timeout_seconds}};
   for (size_t k = 0; k < compiled.size(); ++k) {
     json& rec = records[compiled_index[k]];
@@ -137,7 +143,7 @@ std::vector<json> evaluate_candidates(BuildContext& ctx, Executor& executor, con
       req.family = family.spec;
       req.candidate = so_path;
       req.seed = settings.seed;
-      req.bench = settings.bench;
+      req.bench = bench;
       req.timeout_seconds = settings.timeout_seconds;
       EvalResult r = executor.evaluate(req);
       if (r.verdict == "error") return failed_record(r.reason, r.detail);

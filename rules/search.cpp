@@ -82,9 +82,11 @@ std::string search_context(const BuildContext& ctx, const Target& t, const Famil
 void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   t.iterations = tree.completed();
   t.verified = t.accepted = 0;
+  t.outcomes.clear();
   const mcts::Node* best = nullptr;
   for (const auto& n : tree.nodes()) {
     if (n.id == mcts::kRoot || n.pending) continue;
+    ++t.outcomes[mcts::status_name(n.outcome.status)];
     if (n.outcome.verified()) ++t.verified;
     if (n.outcome.status != mcts::Outcome::Status::Ok) continue;
     ++t.accepted;

@@ -17,10 +17,12 @@ using nlohmann::json;
 
 TEST_SUITE_BEGIN("rules::SearchTorch");
 
-// Whether a candidate beats stock depends on the machine (CI's CPU is not
-// ours), so the test requires verified candidates, and checks acceptance only
-// for what it claims: an accepted kernel is faster and names its strategy.
-TEST_CASE("the example's targets are searched, candidates verify, and the tree is incremental") {
+// Acceptance is a measurement, so it is made robust rather than assumed: the
+// CPU stock kernel is timed on one thread like the candidate (rules/evaluate.cpp),
+// this test runs alone (RUN_SERIAL in CMakeLists.txt), and layer_norm on
+// [4,128,64] wins 3.3-6x per core (docs/STRATEGIES.md). Outcomes by kind are
+// printed when it fails, so a red CI says why.
+TEST_CASE("the example's targets are searched, a candidate is accepted, and the tree is incremental") {
   const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
   if (std::system(("'" + (repo / ".venv/bin/python").string() +
                    "' -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
@@ -39,15 +41,18 @@ TEST_CASE("the example's targets are searched, candidates verify, and the tree i
   REQUIRE(first.exit_code == 0);
   json r = json::parse(first.out);
   REQUIRE(r["targets"].size() >= 2);
+  int accepted = 0;
   for (const auto& t : r["targets"]) {
     CHECK(t["iterations"] == 2);
     CHECK_MESSAGE(t["verified"].get<int>() >= 1, "no candidate verified: " << t.dump());
     CHECK(t["accepted"].get<int>() <= t["verified"].get<int>());
+    accepted += t["accepted"].get<int>();
     if (t["accepted"].get<int>() > 0) {
       CHECK(t["best_speedup_eager"].get<double>() > 1.0);
       CHECK(t["best_strategy"].is_string());
     }
   }
+  CHECK_MESSAGE(accepted >= 1, "no candidate was accepted: " << r["targets"].dump());
 
   auto again = test::run_forge("--json build", dir.path());
   REQUIRE(again.exit_code == 0);
