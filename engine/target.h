@@ -15,6 +15,19 @@
 
 namespace forge {
 
+// A verified candidate that beat stock, as the search left it: enough to read
+// its source and evaluation record back from the store (history, package).
+struct KernelRecord {
+  int iteration = 0;          // the search iteration that evaluated it
+  int node = 0, parent = 0;   // tree node ids (0 = the stock root)
+  std::string strategy;       // strategy name; params as JSON
+  nlohmann::json params;
+  std::string file;           // candidate file name: "rows_3pass-ISA0.cpp"
+  std::string source;         // store object digest of the source text
+  std::string evaluation;     // store object digest of the evaluation record
+  double speedup_eager = 0;
+};
+
 struct Target {
   std::string id;
   std::string model;
@@ -35,6 +48,7 @@ struct Target {
   int iterations = 0;
   int verified = 0;  // candidates that passed verification, faster or not
   int accepted = 0;  // verified and faster than stock
+  std::vector<KernelRecord> kernels;  // accepted candidates, in iteration order
   std::map<std::string, int> outcomes;  // iterations by outcome: "ok", "slower", "wrong_result", ...
   std::optional<double> best_speedup_eager, best_speedup_compile, floor_pct;
   std::string best_strategy;  // "rows_3pass {\"VEC\":8}" of the best accepted kernel

@@ -69,6 +69,16 @@ json materialize_samples(BuildContext& ctx, const Target& target) {
   return samples;
 }
 
+json bench_settings(const BuildContext& ctx, const EvalSettings& settings) {
+  // CPU candidates compute on the calling thread, so the stock kernel is timed
+  // on one intra-op thread too: a per-core comparison. With torch's default
+  // threads a small op's time is dominated by waking the pool (bimodal, up to
+  // milliseconds on 2-vCPU VMs), which made acceptance a coin toss in CI.
+  json bench = settings.bench;
+  if (ctx.device.backend == "cpu" && !bench.contains("threads")) bench["threads"] = 1;
+  return bench;
+}
+
 std::vector<json> evaluate_candidates(BuildContext& ctx, Executor& executor, const Target& target,
                                       const Family& family,
                                       const std::vector<CandidateSource>& sources,
@@ -97,12 +107,7 @@ std::vector<json> evaluate_candidates(BuildContext& ctx, Executor& executor, con
 
   json samples;  // materialized on first use
   const std::string op = split_op(target.op).first, overload = split_op(target.op).second;
-  // CPU candidates compute on the calling thread, so the stock kernel is timed
-  // on one intra-op thread too: a per-core comparison. With torch's default
-  // threads a small op's time is dominated by waking the pool (bimodal, up to
-  // milliseconds on 2-vCPU VMs), which made acceptance a coin toss in CI.
-  json bench = settings.bench;
-  if (ctx.device.backend == "cpu" && !bench.contains("threads")) bench["threads"] = 1;
+  const json bench = bench_settings(ctx, settings);
   const json settings_json = {{"seed", settings.seed},
                               {"bench", bench},
                               {"timeout_seconds", settings.timeout_seconds}};

@@ -40,6 +40,9 @@ struct EvalSettings {
   double timeout_seconds = 60;
 };
 
+// The benchmark settings the worker gets for ctx's backend.
+nlohmann::json bench_settings(const BuildContext& ctx, const EvalSettings& settings);
+
 // One record per source, in order. Candidates compile in one batch; the
 // worker evaluates them one after another.
 std::vector<nlohmann::json> evaluate_candidates(BuildContext& ctx, Executor& executor,

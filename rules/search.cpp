@@ -53,7 +53,8 @@ class StrategyEvaluator : public mcts::Evaluator {
       double sp = rec.value("bench", json::object()).value("speedup_eager", 0.0);
       out.speedup = sp > 0 ? sp : 1e-6;
     }
-    out.steps = {{"source", sha256_hex(src.text)},
+    out.steps = {{"file", src.name},
+                 {"source", m_ctx.builder.store().put_object(src.text)},
                  {"evaluation", m_ctx.builder.store().put_object(rec.dump())}};
     return out;
   }
@@ -73,7 +74,7 @@ std::string search_context(const BuildContext& ctx, const Target& t, const Famil
   h.add("op", t.op).add("signature", t.signature).add("args", t.args.dump())
       .add("samples", t.sample_inputs.dump()).add("family", family.digest)
       .add("device", ctx.device.fingerprint()).add("toolchain", ctx.toolchain.fingerprint())
-      .add("worker", worker);
+      .add("worker", worker).add("bench", bench_settings(ctx, EvalSettings{}).dump());
   for (const auto& s : strategies)
     h.add("strategy", s.name).add("text", s.text).add("params", s.params.dump());
   return h.hex();
@@ -83,6 +84,7 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   t.iterations = tree.completed();
   t.verified = t.accepted = 0;
   t.outcomes.clear();
+  t.kernels.clear();
   const mcts::Node* best = nullptr;
   for (const auto& n : tree.nodes()) {
     if (n.id == mcts::kRoot || n.pending) continue;
@@ -90,6 +92,9 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
     if (n.outcome.verified()) ++t.verified;
     if (n.outcome.status != mcts::Outcome::Status::Ok) continue;
     ++t.accepted;
+    t.kernels.push_back({n.iteration, n.id, n.parent, n.action.strategy, n.action.params,
+                         n.outcome.steps.value("file", ""), n.outcome.steps.value("source", ""),
+                         n.outcome.steps.value("evaluation", ""), n.outcome.speedup});
     if (!best || n.outcome.speedup > best->outcome.speedup) best = &n;
   }
   if (!best) return;
