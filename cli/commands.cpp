@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/cli.h"
+#include "cli/cmd_history.h"
 #include "cli/cmd_try.h"
 #include "cli/report.h"
 #include "cli/session.h"
@@ -166,6 +167,10 @@ const std::vector<CommandDef>& commands() {
        cmd_explain},
       {"try", "try TARGET FILE [--timeout S]",
        "evaluate your own kernel (.cpp/.cu) against a target", cmd_try},
+      {"log", "log [TARGET]", "the accepted kernels committed to git history, newest first",
+       cmd_log},
+      {"diff", "diff A B", "diff the kernels of two history revisions (forge/kernels~1 ...)",
+       cmd_diff},
       {"clean", "clean", "remove the store (.forge/); git history stays", cmd_clean},
       {"version", "version", "print forge's version", cmd_version},
   };

@@ -82,6 +82,11 @@ void print_build_report(const json& report) {
                 m.value("selected", 0), m.value("signatures", 0));
   }
   print_targets_table(report["targets"]);
+  const json& h = report.value("history", json());
+  if (h.is_object() && h["repo"].is_string())
+    std::printf("history: %d commit(s) added to %s in %s (tip %s)\n", h.value("commits_added", 0),
+                h.value("ref", "").c_str(), h.value("repo", "").c_str(),
+                h["tip"].is_string() ? h["tip"].get<std::string>().substr(0, 12).c_str() : "none");
   for (const auto& note : report.value("notes", json::array()))
     std::printf("note: %s\n", note.get<std::string>().c_str());
 }

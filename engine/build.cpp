@@ -36,6 +36,7 @@ nlohmann::json run_build(BuildContext& ctx, const std::vector<std::unique_ptr<Ru
           {"torch", ctx.toolchain.torch_version},
           {"models", models},
           {"notes", ctx.notes},
+          {"history", ctx.history},
           {"targets", targets_json(ctx.targets)}};
 }
 
