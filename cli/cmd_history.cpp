@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,28 @@
 
 namespace forge::cli {
 using nlohmann::json;
+
+namespace {
+
+// Message fields are text; JSON readers want numbers where they are numbers.
+json number_or_null(const std::string& s) {
+  try {
+    size_t used = 0;
+    double v = std::stod(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  return nullptr;
+}
+
+std::string fmt_speedup(const json& v) {
+  if (!v.is_number()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v.get<double>());
+  return buf;
+}
+
+}  // namespace
 
 int cmd_log(const Invocation& inv) {
   if (inv.args.size() > 1) throw UsageError("usage: forge log [TARGET]");
@@ -25,9 +48,9 @@ int cmd_log(const Invocation& inv) {
     if (!field("target").starts_with(prefix) || field("target").empty()) continue;
     list.push_back({{"commit", c.commit},
                     {"target", field("target")},
-                    {"speedup_eager", field("speedup_eager")},
+                    {"speedup_eager", number_or_null(field("speedup_eager"))},
                     {"proposer", field("proposer")},
-                    {"iteration", field("iteration")},
+                    {"iteration", number_or_null(field("iteration"))},
                     {"subject", c.subject}});
   }
   if (inv.json) {
@@ -42,7 +65,7 @@ int cmd_log(const Invocation& inv) {
   for (const auto& e : list)
     std::printf("%s %-36s %8sx  %s\n", e["commit"].get<std::string>().substr(0, 7).c_str(),
                 e["target"].get<std::string>().c_str(),
-                e["speedup_eager"].get<std::string>().c_str(),
+                fmt_speedup(e["speedup_eager"]).c_str(),
                 e["proposer"].get<std::string>().c_str());
   return 0;
 }

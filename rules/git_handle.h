@@ -32,7 +32,8 @@ using Reference = std::unique_ptr<git_reference, Deleter<git_reference, git_refe
 using Object = std::unique_ptr<git_object, Deleter<git_object, git_object_free>>;
 using Commit = std::unique_ptr<git_commit, Deleter<git_commit, git_commit_free>>;
 using Tree = std::unique_ptr<git_tree, Deleter<git_tree, git_tree_free>>;
-using TreeBuilder = std::unique_ptr<git_treebuilder, Deleter<git_treebuilder, git_treebuilder_free>>;
+using TreeBuilder =
+    std::unique_ptr<git_treebuilder, Deleter<git_treebuilder, git_treebuilder_free>>;
 using Signature = std::unique_ptr<git_signature, Deleter<git_signature, git_signature_free>>;
 using Revwalk = std::unique_ptr<git_revwalk, Deleter<git_revwalk, git_revwalk_free>>;
 using Diff = std::unique_ptr<git_diff, Deleter<git_diff, git_diff_free>>;

@@ -79,7 +79,9 @@ std::map<std::string, std::string> parse_fields(const std::string& message) {
   return fields;
 }
 
-std::string subject_of(const std::string& message) { return message.substr(0, message.find('\n')); }
+std::string subject_of(const std::string& message) {
+  return message.substr(0, message.find('\n'));
+}
 
 // Calls fn(commit) from `tip` back through first parents.
 template <class Fn>
@@ -193,7 +195,9 @@ std::string commit_message(const HistoryEntry& e, const std::string& source_sha)
 
 fs::path locate_history_repo(const Manifest& m, bool create) {
   git::Library lib;
-  if (!m.history.repo.empty()) return m.history.repo;
+  std::error_code ec;
+  if (!m.history.repo.empty())
+    return create || fs::exists(m.history.repo, ec) ? m.history.repo : fs::path();
   git_buf buf = GIT_BUF_INIT;
   if (git_repository_discover(&buf, m.dir.c_str(), /*across_fs=*/0, nullptr) == 0) {
     fs::path found = buf.ptr;
@@ -201,7 +205,6 @@ fs::path locate_history_repo(const Manifest& m, bool create) {
     return found;
   }
   fs::path own = m.store / "history.git";
-  std::error_code ec;
   if (create || fs::exists(own, ec)) return own;
   return {};
 }

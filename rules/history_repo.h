@@ -33,7 +33,8 @@ struct HistoryEntry {
   std::string source;     // kernel source text
   nlohmann::json result;  // becomes result.json
   std::string summary;    // the subject after the target id: "1.84x over eager (rows_3pass {})"
-  std::vector<std::pair<std::string, std::string>> fields;  // body lines between target: and source:
+  // Body lines, "key: value", between the target: and source: lines.
+  std::vector<std::pair<std::string, std::string>> fields;
 };
 
 // Who commits. Unset: git config's user (git_signature_default), else
@@ -53,6 +54,7 @@ struct HistoryResult {
 // The repository history goes to: history.repo when set, else the one holding
 // forge.yaml (searched upward), else <store>/history.git (a bare repository,
 // created only when `create`; without it an absent one is returned as "").
+// The upward search stops at filesystem boundaries, as git's does.
 std::filesystem::path locate_history_repo(const Manifest& m, bool create);
 
 // Appends one commit per entry the branch lacks, in the given order, each

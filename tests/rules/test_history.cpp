@@ -2,13 +2,11 @@
 // repositories (checked with libgit2 and with the git command), the log/diff
 // commands, and one end-to-end `forge build` (skipped visibly without torch).
 #include <doctest/doctest.h>
-
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
 #include "rules/history.h"
@@ -199,7 +197,8 @@ TEST_CASE("the repository is found upward from forge.yaml, or taken from history
   test::write_text(dir / "proj" / "forge.yaml",
                    "models: {m: {run: 'true'}}\nhistory: {ref: refs/forge/k, repo: ../other}\n");
   m = load_manifest(dir / "proj" / "forge.yaml");
-  CHECK(locate_history_repo(m, false) == dir / "other");
+  CHECK(locate_history_repo(m, false).empty());  // not there yet
+  CHECK(locate_history_repo(m, true) == dir / "other");
   CHECK(m.history.ref == "refs/forge/k");
 }
 
@@ -267,8 +266,7 @@ TEST_CASE("forge log and forge diff") {
   auto none = test::run_forge("log", dir.path());
   CHECK(none.exit_code == 0);
   CHECK(none.out == "no history for any target in refs/heads/forge/kernels\n");
-  HistoryResult r =
-      commit_history(dir.path(), "refs/heads/forge/kernels", two_targets(), kAuthor);
+  HistoryResult r = commit_history(dir.path(), "refs/heads/forge/kernels", two_targets(), kAuthor);
 
   auto all = test::run_forge("log", dir.path());
   INFO(all.err);
@@ -280,7 +278,8 @@ TEST_CASE("forge log and forge diff") {
   json list = json::parse(soft.out);
   REQUIRE(list.size() == 2);
   CHECK(list[0]["target"] == "m/_softmax/abc123");
-  CHECK(list[0]["speedup_eager"] == "2.00");
+  CHECK(list[0]["speedup_eager"] == 2.0);
+  CHECK(list[0]["iteration"] == 1);
   CHECK(list[0]["proposer"] == "strategy:s {}");
 
   auto diff = test::run_forge("diff forge/kernels~1 forge/kernels", dir.path());
@@ -293,8 +292,9 @@ TEST_CASE("forge log and forge diff") {
 // The whole loop: search accepts, history commits, a rebuild adds nothing.
 TEST_CASE("forge build commits accepted kernels to forge/kernels in the project's repository") {
   const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
-  if (std::system(("'" + (repo / ".venv/bin/python").string() +
-                   "' -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
+  if (std::system(
+          ("'" + (repo / ".venv/bin/python").string() + "' -c 'import torch' >/dev/null 2>&1")
+              .c_str()) != 0) {
     MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
     return;
   }
@@ -313,7 +313,8 @@ TEST_CASE("forge build commits accepted kernels to forge/kernels in the project'
   for (const auto& t : r["targets"]) accepted += t["accepted"].get<int>();
   REQUIRE(r["history"].is_object());
   CHECK(r["history"]["ref"] == "refs/heads/forge/kernels");
-  const int commits = std::stoi(trim(git(dir.path(), "rev-list --count forge/kernels 2>/dev/null || echo 0")));
+  const int commits =
+      std::stoi(trim(git(dir.path(), "rev-list --count forge/kernels 2>/dev/null || echo 0")));
   CHECK(commits == r["history"]["commits_added"].get<int>());
   if (accepted == 0) {
     MESSAGE("nothing was accepted on this machine, so nothing was committed: " << r["targets"]);
