@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/cmd_history.h"
+#include "cli/cmd_run.h"
 #include "cli/cmd_try.h"
 #include "cli/report.h"
 #include "cli/session.h"
@@ -171,6 +172,8 @@ const std::vector<CommandDef>& commands() {
        cmd_log},
       {"diff", "diff A B", "diff the kernels of two history revisions (forge/kernels~1 ...)",
        cmd_diff},
+      {"run", "run [--json-report FILE] -- COMMAND...",
+       "run a program with the forged kernels loaded; prints forged/fallback calls", cmd_run},
       {"clean", "clean", "remove the store (.forge/); git history stays", cmd_clean},
       {"version", "version", "print forge's version", cmd_version},
   };

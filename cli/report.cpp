@@ -63,6 +63,26 @@ void print_targets_table(const json& targets) {
   }
 }
 
+static void print_package(const json& p) {
+  if (!p.is_object() || p.value("status", "") != "ok") return;
+  std::printf("package: %s (%d forged target(s)); run your program with `forge run -- CMD`\n",
+              p.value("library", "").c_str(), p.value("entries", 0));
+  const json models = p.value("models", json::object());  // items() must not outlive it
+  for (const auto& [name, m] : models.items()) {
+    if (m.value("status", "") != "ok" && !m.contains("forged_calls")) {
+      std::printf("  %s: end-to-end check failed: %s\n", name.c_str(), m.value("reason", "").c_str());
+      continue;
+    }
+    std::printf("  %s: %ld forged calls, %ld fell back, %ld mismatches against stock; "
+                "whole command %.3f s -> %.3f s (%s×, %s; Amdahl bound %s×)\n",
+                name.c_str(), m.value("forged_calls", 0L), m.value("fallback_calls", 0L),
+                m.value("mismatches", 0L), m.value("stock_seconds", 0.0),
+                m.value("forged_seconds", 0.0), fmt(m["speedup"], "%.2f").c_str(),
+                m.value("significant", false) ? "every forged run faster" : "within run-to-run noise",
+                fmt(m["amdahl_bound"], "%.2f").c_str());
+  }
+}
+
 void print_build_report(const json& report) {
   const json& dev = report["device"];
   std::printf("forge build: %s, %d steps run, %d cached; %s backend (%s), torch %s\n",
@@ -82,6 +102,7 @@ void print_build_report(const json& report) {
                 m.value("selected", 0), m.value("signatures", 0));
   }
   print_targets_table(report["targets"]);
+  print_package(report.value("package", json()));
   const json& h = report.value("history", json());
   if (h.is_object() && h["repo"].is_string())
     std::printf("history: %d commit(s) added to %s in %s (tip %s)\n", h.value("commits_added", 0),

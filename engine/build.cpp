@@ -37,6 +37,7 @@ nlohmann::json run_build(BuildContext& ctx, const std::vector<std::unique_ptr<Ru
           {"models", models},
           {"notes", ctx.notes},
           {"history", ctx.history},
+          {"package", ctx.package},
           {"targets", targets_json(ctx.targets)}};
 }
 

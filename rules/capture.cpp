@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "rules/ceiling.h"
+#include "rules/model_command.h"
 #include "rules/runtime_build.h"
 #include "util/atomic_file.h"
 #include "util/hash.h"
@@ -20,29 +21,6 @@ namespace {
 
 std::string tail(const std::string& s, size_t n = 2000) {
   return s.size() > n ? "…" + s.substr(s.size() - n) : s;
-}
-
-// Files the command names (e.g. "python infer.py --batch 64" -> infer.py): their
-// contents enter the key, so editing the script re-captures.
-std::string named_files_digest(const ModelSpec& m) {
-  Hasher h;
-  std::istringstream words(m.run);
-  std::string w;
-  while (words >> w) {
-    fs::path p = fs::path(w).is_absolute() ? fs::path(w) : m.workdir / w;
-    std::error_code ec;
-    if (!fs::is_regular_file(p, ec) || fs::file_size(p, ec) > (size_t{64} << 20)) continue;
-    std::string bytes;
-    if (read_file(p, &bytes)) h.add("file", w).add("content", bytes);
-  }
-  if (!m.torchscript.empty()) {
-    std::string bytes;
-    read_file(m.torchscript, &bytes);
-    h.add("torchscript", bytes);
-    read_file(m.inputs, &bytes);
-    h.add("inputs", bytes);
-  }
-  return h.hex();
 }
 
 std::string env_text(const std::map<std::string, std::string>& env) {
@@ -173,19 +151,7 @@ json run_capture(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir);
-  Command c;
-  if (!m.torchscript.empty()) {
-    c.argv = {rt.torchscript_runner.string(), m.torchscript.string(), m.inputs.string()};
-  } else {
-    c.argv = shell_argv(m.run);
-  }
-  c.cwd = m.workdir;
-  c.env = m.env;
-  c.env["PATH"] = forge_path_env();
-  const char* py = std::getenv("PYTHONPATH");
-  c.env["PYTHONPATH"] = (fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload").string() +
-                        (py && *py ? std::string(":") + py : "");
-  c.env["FORGE_LOAD_LIBS"] = rt.capture_lib.string();
+  Command c = model_command(m, rt, {rt.capture_lib.string()});
   c.env["FORGE_CAPTURE_DIR"] = dir.string();
   c.env["FORGE_CAPTURE_SAMPLES"] = std::to_string(ctx.manifest.capture.samples_per_target);
   c.env["FORGE_CAPTURE_MAX_BYTES"] =

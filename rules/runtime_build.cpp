@@ -73,7 +73,9 @@ json build_runtime(BuildContext& ctx, const fs::path& src, const fs::path& out,
   return rec;
 }
 
-std::optional<std::pair<fs::path, std::string>> ensure_worker(BuildContext& ctx) {
+// The worker project builds the evaluation worker and the package library
+// (runtime/package) together: they share the torch-side argument code.
+std::optional<json> ensure_worker(BuildContext& ctx) {
   const fs::path runtime = fs::path(FORGE_SOURCE_DIR) / "runtime";
   const fs::path src = runtime / "worker";
   if (!fs::is_directory(src)) {
@@ -87,14 +89,18 @@ std::optional<std::pair<fs::path, std::string>> ensure_worker(BuildContext& ctx)
   // The worker includes the candidate ABI header from runtime/abi.
   spec.inputs = {{"sources", tree_digest(src)},
                  {"abi", tree_digest(runtime / "abi")},
+                 {"package", tree_digest(runtime / "package")},
                  {"toolchain", ctx.toolchain.fingerprint()},
                  {"torch_prefix", ctx.toolchain.torch_prefix}};
   const std::string key = step_key(spec);
   const fs::path out = user_cache_dir() / "runtime" / key.substr(0, 16);
   spec.run = [&ctx, src, out] {
-    return build_runtime(ctx, src, out, "evaluation worker", {{"worker", "forge_worker"}});
+    return build_runtime(ctx, src, out, "evaluation worker",
+                         {{"worker", "forge_worker"}, {"package_lib", "libforge.so"}});
   };
-  spec.validate = [](const json& rec) { return fs::exists(rec.value("worker", "")); };
+  spec.validate = [](const json& rec) {
+    return fs::exists(rec.value("worker", "")) && fs::exists(rec.value("package_lib", ""));
+  };
   auto outcome = ctx.step(spec);
   if (!outcome) return std::nullopt;
   if (!record_ok(outcome->record)) {
@@ -103,7 +109,9 @@ std::optional<std::pair<fs::path, std::string>> ensure_worker(BuildContext& ctx)
         outcome->record.value("detail", ""));
     return std::nullopt;
   }
-  return std::make_pair(fs::path(outcome->record["worker"].get<std::string>()), key);
+  json rec = outcome->record;
+  rec["key"] = key;
+  return rec;
 }
 
 }  // namespace
@@ -144,8 +152,9 @@ std::optional<RuntimeLibs> ensure_runtime(BuildContext& ctx, bool with_worker) {
   if (with_worker) {
     auto worker = ensure_worker(ctx);
     if (!worker) return std::nullopt;
-    libs.worker = worker->first;
-    libs.worker_digest = worker->second;
+    libs.worker = (*worker)["worker"].get<std::string>();
+    libs.package_lib = (*worker)["package_lib"].get<std::string>();
+    libs.worker_digest = (*worker)["key"].get<std::string>();
   }
   return libs;
 }

@@ -23,6 +23,7 @@ struct RuntimeLibs {
   // The evaluation worker (runtime/worker, docs/WORKER.md); empty unless asked for.
   std::filesystem::path worker;  // forge_worker
   std::string worker_digest;     // its build step's key: sources, ABI, toolchain
+  std::filesystem::path package_lib;  // libforge.so (runtime/package), built with the worker
 };
 
 std::filesystem::path user_cache_dir();

@@ -306,6 +306,8 @@ void apply_special(Case& c, const std::string& special) {
 
 // ---------------------------------------------------------------------------
 
+std::optional<c10::ScalarType> dtype_from_name(const std::string& name) { return parse_dtype(name); }
+
 OpSpec parse_op(const json& req, bool cuda_available) {
   OpSpec spec;
   if (!req.contains("op") || !req["op"].is_string()) bad("\"op\" must be a string");

@@ -126,6 +126,9 @@ void refill_in_place(Case& c, const Family& family, uint64_t seed);
 // return is not a tensor.
 std::vector<at::Tensor> call_stock(const OpSpec& spec, const std::vector<c10::IValue>& args, bool clone_inputs);
 
+// "float32" -> Float (the capture's dtype names); nullopt for an unknown name.
+std::optional<c10::ScalarType> dtype_from_name(const std::string& name);
+
 // ABI views.
 int32_t forge_dtype(c10::ScalarType t);  // -1 when the ABI has no such dtype
 forge_tensor forge_view(const at::Tensor& t);

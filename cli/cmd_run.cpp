@@ -1,0 +1,73 @@
+#include "cli/cmd_run.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "engine/environment.h"
+#include "engine/manifest.h"
+#include "rules/model_command.h"
+#include "rules/package.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace forge::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+void print_calls(const json& merged) {
+  std::fprintf(stderr, "forge run: %-40s %9s %9s  %s\n", "target", "forged", "errors", "signature");
+  for (const auto& e : merged["entries"])
+    std::fprintf(stderr, "forge run: %-40s %9ld %9ld  %s\n", e.value("target", "").c_str(),
+                 e.value("forged", 0L), e.value("kernel_errors", 0L),
+                 e.value("signature", "").c_str());
+  for (const auto& f : merged["fallback"])
+    std::fprintf(stderr, "forge run: %-40s %9s %9s  fell back %ld× (%s)\n",
+                 f.value("op", "").c_str(), "-", "-", f.value("calls", 0L),
+                 f.value("signature", "").c_str());
+}
+
+}  // namespace
+
+int cmd_run(const Invocation& inv) {
+  std::optional<fs::path> json_report;
+  size_t i = 0;
+  for (; i < inv.args.size() && inv.args[i] != "--"; ++i) {
+    if (inv.args[i] == "--json-report" && i + 1 < inv.args.size())
+      json_report = fs::absolute(inv.args[++i]);
+    else
+      throw UsageError("unexpected argument '" + inv.args[i] + "' for 'run' (the command goes after --)");
+  }
+  if (i + 1 >= inv.args.size()) throw UsageError("run needs a command after --: forge run -- python app.py");
+  Manifest m = load_manifest(inv.dir / "forge.yaml");
+  const fs::path lib = package_dir(m) / "libforge.so";
+  if (!fs::exists(lib))
+    throw Error("no package at " + lib.string() + ": run `forge build` first (it packages the accepted kernels)");
+
+  const fs::path reports = m.store / "tmp" / ("run-" + std::to_string(::getpid()));
+  fs::create_directories(reports);
+  Command c;
+  c.argv.assign(inv.args.begin() + static_cast<long>(i) + 1, inv.args.end());
+  c.inherit_stdio = true;
+  // The torch the package was built against comes first (libforge.so is bound
+  // to its ABI), as for the model commands forge runs itself.
+  c.env["PATH"] = forge_path_env();
+  add_autoload_env(c, {lib.string()});
+  c.env["FORGE_PACKAGE_REPORT"] = reports.string();
+  CommandResult r = make_process_runner()->run(c);
+  json merged = merge_package_reports(reports);
+  std::error_code ec;
+  fs::remove_all(reports, ec);
+  print_calls(merged);
+  if (json_report) write_file_atomic(*json_report, merged.dump(2) + "\n");
+  if (r.status == CommandResult::Status::FailedToStart)
+    throw Error("cannot start '" + c.argv[0] + "': " + r.describe());
+  if (r.status == CommandResult::Status::Signaled) return 128 + r.signal;
+  return r.exit_code;
+}
+
+}  // namespace forge::cli

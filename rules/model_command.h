@@ -1,0 +1,27 @@
+// How forge runs a user's program with its libraries loaded: the model's
+// command from forge.yaml (capture, the package's end-to-end check) or any
+// command (`forge run`). Libraries reach every process that imports torch
+// through the torch.backends entry point in runtime/autoload (docs/CAPTURE.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/manifest.h"
+#include "rules/runtime_build.h"
+#include "util/process.h"
+
+namespace forge {
+
+// Digest of the files the model's command names ("python infer.py" ->
+// infer.py) and of its TorchScript file and inputs: editing one changes it.
+std::string named_files_digest(const ModelSpec& m);
+
+// PYTHONPATH (autoload first) and FORGE_LOAD_LIBS for `libs` (empty: none).
+void add_autoload_env(Command& c, const std::vector<std::string>& libs);
+
+// The model's command (its `run`, or the TorchScript runner of `rt`), in its
+// workdir with its env and forge's PATH, loading `libs`.
+Command model_command(const ModelSpec& m, const RuntimeLibs& rt, const std::vector<std::string>& libs);
+
+}  // namespace forge

@@ -1,0 +1,284 @@
+#include "rules/package.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "rules/compile.h"
+#include "rules/family.h"
+#include "rules/history.h"
+#include "rules/model_command.h"
+#include "rules/runtime_build.h"
+#include "util/atomic_file.h"
+#include "util/hash.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::optional<json> object_json(BuildContext& ctx, const std::string& digest) {
+  auto text = ctx.builder.store().get_object(digest);
+  if (!text) return std::nullopt;
+  json j = json::parse(*text, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+// The kernel a target ships: the tip of its improvement chain, the same one
+// the history branch holds for it (rules/history.h).
+const KernelRecord* shipped_kernel(BuildContext& ctx, const Target& t, json* evaluation) {
+  std::vector<BenchTime> times;
+  std::vector<json> records;
+  for (const auto& k : t.kernels) {
+    auto rec = object_json(ctx, k.evaluation);
+    if (!rec) return nullptr;
+    const json& c = (*rec)["bench"]["candidate_us"];
+    times.push_back({c.value("median", 0.0), c.value("spread", 0.0)});
+    records.push_back(std::move(*rec));
+  }
+  auto chain = improvement_chain(times);
+  if (chain.empty()) return nullptr;
+  *evaluation = records[chain.back()];
+  return &t.kernels[chain.back()];
+}
+
+// One package.json entry, or null with a note when the target cannot ship.
+json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>& families,
+                   const fs::path& kernels_dir) {
+  json rec;
+  const KernelRecord* k = shipped_kernel(ctx, t, &rec);
+  if (!k) return nullptr;
+  auto family = find_family(families, t.op);
+  const std::string so = rec.value("compile", json::object()).value("so", "");
+  if (!family || so.empty()) {
+    ctx.notes.push_back("package: " + t.id + " has no family or compiled kernel; not packaged");
+    return nullptr;
+  }
+  if (materialize_object(ctx.builder.store(), so, kernels_dir, ".so").empty()) {
+    ctx.notes.push_back("package: the kernel of " + t.id + " is missing from the store");
+    return nullptr;
+  }
+  const json& sf = family->spec.value("signature_family", json::object());
+  const auto dot = t.op.find('.');
+  return {{"target", t.id},
+          {"op", "aten::" + t.op.substr(0, dot)},
+          {"overload", dot == std::string::npos ? "" : t.op.substr(dot + 1)},
+          {"signature", t.signature},
+          {"args", t.args},
+          {"outputs", t.outputs},
+          {"vary", sf.value("vary", json::array())},
+          {"pins", sf.value("pins", json::array())},
+          {"contiguous", sf.value("contiguous", true)},
+          {"vary_outputs", sf.value("vary_outputs", json::array())},
+          {"family", family->spec},
+          {"kernel", "kernels/" + so + ".so"},
+          {"strategy", k->strategy + " " + k->params.dump()},
+          {"iteration", k->iteration},
+          {"speedup_eager", rec["bench"].value("speedup_eager", 0.0)}};
+}
+
+// Replaces `dir` by `staged` so a reader never sees half a package.
+void swap_in(const fs::path& staged, const fs::path& dir) {
+  const fs::path old = dir.string() + ".old-" + std::to_string(::getpid());
+  std::error_code ec;
+  if (fs::exists(dir)) fs::rename(dir, old);
+  fs::rename(staged, dir);
+  fs::remove_all(old, ec);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The end-to-end check of one model (a cached step: package digest x model).
+json end_to_end(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt,
+                const fs::path& lib, int runs) {
+  const fs::path reports = ctx.manifest.store / "tmp" / ("e2e-" + m.name + "-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(reports, ec);
+  fs::create_directories(reports);
+  const double timeout = ctx.manifest.capture.timeout_seconds;
+  auto run = [&](bool forged, bool check) {
+    Command c = model_command(m, rt, forged ? std::vector<std::string>{lib.string()}
+                                            : std::vector<std::string>{});
+    if (check) {
+      c.env["FORGE_PACKAGE_CHECK"] = "1";
+      c.env["FORGE_PACKAGE_REPORT"] = reports.string();
+    }
+    c.timeout_seconds = timeout;
+    return ctx.runner.run(c);
+  };
+  // 1. Correctness: every forged call also run by stock and compared.
+  CommandResult r = run(true, true);
+  if (!r.ok()) {
+    fs::remove_all(reports, ec);
+    return failed_record("`" + m.run + "` with libforge.so loaded " + r.describe(),
+                         r.err.size() > 2000 ? r.err.substr(r.err.size() - 2000) : r.err);
+  }
+  json merged = merge_package_reports(reports);
+  fs::remove_all(reports, ec);
+  // 2. Latency: alternating runs of the whole command, stock first.
+  std::vector<double> stock, forged;
+  for (int i = 0; i < runs; ++i) {
+    for (bool f : {false, true}) {
+      CommandResult t = run(f, false);
+      if (!t.ok()) return failed_record("`" + m.run + "` " + t.describe() + " in a timed run");
+      (f ? forged : stock).push_back(t.seconds);
+    }
+  }
+  long forged_calls = 0, mismatches = 0, fallback_calls = 0;
+  double worst_tol = 0;
+  for (const auto& e : merged["entries"]) {
+    forged_calls += e.value("forged", 0L);
+    mismatches += e.value("mismatches", 0L);
+    worst_tol = std::max(worst_tol, e.value("worst_tol", 0.0));
+  }
+  for (const auto& f : merged["fallback"]) fallback_calls += f.value("calls", 0L);
+  json out = {{"status", mismatches == 0 ? "ok" : "failed"},
+              {"forged_calls", forged_calls},
+              {"fallback_calls", fallback_calls},
+              {"mismatches", mismatches},
+              {"worst_tol", worst_tol},
+              {"runs", runs},
+              {"stock_seconds", median(stock)},
+              {"forged_seconds", median(forged)},
+              {"stock_range", {*std::min_element(stock.begin(), stock.end()), *std::max_element(stock.begin(), stock.end())}},
+              {"forged_range", {*std::min_element(forged.begin(), forged.end()), *std::max_element(forged.begin(), forged.end())}},
+              {"speedup", median(forged) > 0 ? median(stock) / median(forged) : 0.0},
+              // Faster only when every forged run beat every stock run: whole-command
+              // times include interpreter start-up and vary by tens of percent.
+              {"significant", *std::max_element(forged.begin(), forged.end()) <
+                                  *std::min_element(stock.begin(), stock.end())},
+              {"timing", "wall time of the whole command, medians of alternating runs"},
+              {"calls", merged}};
+  if (mismatches) out["reason"] = "forged outputs differ from stock in the model run";
+  return out;
+}
+
+}  // namespace
+
+fs::path package_dir(const Manifest& manifest) { return manifest.store / "package"; }
+
+json merge_package_reports(const fs::path& dir) {
+  std::map<std::string, json> entries;
+  std::map<std::pair<std::string, std::string>, long> fallback;
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(dir, ec)) {
+    std::string text;
+    if (!read_file(f.path(), &text)) continue;
+    json r = json::parse(text, nullptr, false);
+    if (!r.is_object()) continue;
+    for (const auto& e : r.value("entries", json::array())) {
+      json& m = entries[e.value("target", "")];
+      if (m.is_null()) {
+        m = e;
+        continue;
+      }
+      for (const char* k : {"forged", "kernel_errors", "checked", "mismatches"})
+        m[k] = m.value(k, 0L) + e.value(k, 0L);
+      m["worst_tol"] = std::max(m.value("worst_tol", 0.0), e.value("worst_tol", 0.0));
+    }
+    for (const auto& e : r.value("fallback", json::array()))
+      fallback[{e.value("op", ""), e.value("signature", "")}] += e.value("calls", 0L);
+  }
+  json out = {{"entries", json::array()}, {"fallback", json::array()}};
+  for (auto& [_, e] : entries) out["entries"].push_back(e);
+  for (const auto& [k, n] : fallback)
+    out["fallback"].push_back({{"op", k.first}, {"signature", k.second}, {"calls", n}});
+  return out;
+}
+
+void PackageRule::apply(BuildContext& ctx) {
+  if (ctx.options.dry_run || ctx.targets.empty()) return;
+  const fs::path dir = package_dir(ctx.manifest);
+  const fs::path staged = dir.string() + ".new-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(staged, ec);
+  fs::create_directories(staged / "kernels");
+
+  const auto families = load_families(default_targets_dir());
+  json entries = json::array();
+  std::map<std::string, std::vector<const Target*>> forged_by_model;
+  for (const auto& t : ctx.targets) {
+    if (t.kernels.empty()) continue;
+    json e = package_entry(ctx, t, families, staged / "kernels");
+    if (e.is_null()) continue;
+    entries.push_back(std::move(e));
+    forged_by_model[t.model].push_back(&t);
+  }
+  if (entries.empty()) {
+    fs::remove_all(staged, ec);
+    ctx.package = {{"status", "empty"}, {"entries", 0}};
+    ctx.notes.push_back("package: no accepted kernel yet, so no library (the model runs stock kernels)");
+    return;
+  }
+  auto rt = ensure_runtime(ctx, /*with_worker=*/true);
+  if (!rt || rt->package_lib.empty()) {
+    fs::remove_all(staged, ec);
+    ctx.failed = true;
+    ctx.notes.push_back("package: libforge.so is not built (see the worker's build above)");
+    return;
+  }
+  const json pkg = {{"version", 1},
+                    {"backend", ctx.device.backend},
+                    {"torch", ctx.toolchain.torch_version},
+                    {"entries", entries}};
+  Hasher h;
+  h.add("package", pkg.dump()).add("lib", rt->worker_digest);
+  const std::string digest = h.hex();
+  // An unchanged package is left in place (a running `forge run` keeps its files).
+  std::string current;
+  if (read_file(dir / "digest", &current) && current == digest) {
+    fs::remove_all(staged, ec);
+  } else {
+    fs::copy_file(rt->package_lib, staged / "libforge.so", fs::copy_options::overwrite_existing);
+    write_file_atomic(staged / "package.json", pkg.dump(2) + "\n");
+    write_file_atomic(staged / "digest", digest);
+    swap_in(staged, dir);
+  }
+  const fs::path lib = dir / "libforge.so";
+  ctx.package = {{"status", "ok"}, {"library", lib.string()}, {"entries", entries.size()},
+                 {"digest", digest}, {"models", json::object()}};
+
+  // End-to-end, per model with a forged target.
+  for (const auto& m : ctx.manifest.models) {
+    auto it = forged_by_model.find(m.name);
+    if (it == forged_by_model.end()) continue;
+    // Amdahl from capture: the bound if each forged op ran at its measured speedup.
+    double saved = 0;
+    for (const Target* t : it->second)
+      if (t->best_speedup_eager && *t->best_speedup_eager > 0)
+        saved += t->share * (1 - 1 / *t->best_speedup_eager);
+    const int runs = 5;
+    StepSpec spec;
+    spec.kind = "e2e";
+    spec.label = m.name;
+    spec.name = "e2e/" + m.name;
+    spec.inputs = {{"package", digest},
+                   {"command", m.run.empty() ? "torchscript" : m.run},
+                   {"workdir", m.workdir.string()},
+                   {"files", named_files_digest(m)},
+                   {"device", ctx.device.fingerprint()},
+                   {"toolchain", ctx.toolchain.fingerprint()},
+                   {"runs", std::to_string(runs)}};
+    spec.cache_failures = true;
+    spec.run = [&ctx, &m, &rt, lib, runs] { return end_to_end(ctx, m, *rt, lib, runs); };
+    auto outcome = ctx.step(spec, m.name);
+    if (!outcome) continue;
+    json rec = outcome->record;
+    rec["amdahl_bound"] = saved < 1 ? 1 / (1 - saved) : 0.0;
+    if (!record_ok(rec)) ctx.failed = true;
+    if (!record_ok(rec))
+      ctx.notes.push_back("package: end-to-end check of " + m.name + " failed: " +
+                          rec.value("reason", ""));
+    ctx.package["models"][m.name] = rec;
+  }
+}
+
+}  // namespace forge

@@ -1,0 +1,31 @@
+// Package: the accepted kernels back into the unmodified program
+// (docs/PACKAGE.md). Writes <store>/package/: libforge.so (runtime/package,
+// built with the worker against the user's torch), package.json (per forged
+// target: the captured signature, its signature family, output layouts,
+// tolerances) and kernels/<digest>.so, the very objects the worker verified.
+// Then, per model with a forged target, the end-to-end check: the model's
+// command once with every forged call re-run by stock and compared, and
+// alternating timed runs without and with the library.
+#pragma once
+
+#include <filesystem>
+
+#include "engine/build.h"
+
+namespace forge {
+
+class PackageRule : public Rule {
+ public:
+  std::string name() const override { return "package"; }
+  void apply(BuildContext& ctx) override;
+};
+
+// Where `forge package` puts the library: <store>/package.
+std::filesystem::path package_dir(const Manifest& manifest);
+
+// Sums the per-process reports libforge.so writes into `dir`
+// (FORGE_PACKAGE_REPORT): {"entries": [...], "fallback": [...]}, entries and
+// fallbacks merged by target / (op, signature).
+nlohmann::json merge_package_reports(const std::filesystem::path& dir);
+
+}  // namespace forge

@@ -1,0 +1,426 @@
+// libforge.so: forge's accepted kernels as ATen overrides (docs/PACKAGE.md).
+//
+// One generic library, built per torch version with the worker; `forge
+// package` puts a copy next to package.json and the kernels' own .so files.
+// Loading it (torch.ops.load_library, forge run, or linking) reads
+// package.json beside it and registers, per overridden op, one boxed kernel at
+// aten's CPU or CUDA key. That kernel tries each forged entry's guard (the
+// signature family the kernel was verified for, docs/CANDIDATE_ABI.md) and
+// runs the first that matches; everything else, and any kernel that returns
+// nonzero, goes to the stock kernel (stock.cpp). The kernels are the very
+// shared objects the worker verified, not a recompilation.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/GradMode.h>
+#include <torch/library.h>
+#ifdef FORGE_PACKAGE_CUDA
+#include <c10/cuda/CUDAStream.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+#include "../worker/op_args.h"
+#include "stock.h"
+
+namespace forge::package {
+namespace fs = std::filesystem;
+using worker::ArgKind;
+using worker::ArgSpec;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+void warn(const std::string& m) { std::fprintf(stderr, "forge: warning: %s\n", m.c_str()); }
+
+using KernelFn = int (*)(const forge_call*);
+using WorkspaceFn = int64_t (*)(const forge_call*);
+
+struct Vary {
+  int arg = 0, dim = 0;
+};
+struct Pin {  // an int argument that must equal a varied extent (group_norm's N)
+  int arg = 0, vary = 0;
+};
+
+// One forged kernel and the signature family it may be trusted with.
+struct Entry {
+  std::string target, signature, strategy;
+  worker::OpSpec spec;  // the captured arguments
+  std::vector<Vary> vary;
+  std::vector<Pin> pins;
+  bool contiguous = true;
+  std::vector<int> vary_outputs;  // outputs whose dim 0 follows vary[0]
+  struct Output {
+    c10::ScalarType dtype;
+    std::vector<int64_t> sizes, strides;
+    bool contiguous;
+  };
+  std::vector<Output> outputs;
+  std::vector<forge_scalar> scalars;  // the captured non-tensor arguments
+  KernelFn kernel = nullptr;
+  WorkspaceFn workspace = nullptr;
+  worker::Family family;  // tolerances, for FORGE_PACKAGE_CHECK
+  std::atomic<long> forged{0}, kernel_errors{0}, checked{0}, mismatches{0};
+  std::atomic<double> worst_tol{0};
+};
+
+struct Counters {
+  std::mutex mu;
+  std::map<std::pair<std::string, std::string>, long> fallback;  // (op, call signature) -> calls
+  std::vector<std::unique_ptr<Entry>> entries;
+};
+Counters& counters() {
+  static auto* c = new Counters;  // never destroyed: kernels may run during exit
+  return *c;
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> st(sizes.size());
+  int64_t s = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    st[d] = s;
+    s *= std::max<int64_t>(sizes[d], 1);
+  }
+  return st;
+}
+
+std::string call_signature(c10::ArrayRef<c10::IValue> args) {
+  std::ostringstream o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i) o << ", ";
+    const auto& v = args[i];
+    if (v.isTensor() && v.toTensor().defined()) {
+      const at::Tensor& t = v.toTensor();
+      o << c10::toString(t.scalar_type()) << t.sizes() << (t.is_contiguous() ? "" : "{strided}")
+        << "@" << t.device();
+    } else {
+      o << v;
+    }
+  }
+  return o.str();
+}
+
+bool is_vary(const Entry& e, int arg, int dim, size_t* which) {
+  for (size_t k = 0; k < e.vary.size(); ++k)
+    if (e.vary[k].arg == arg && e.vary[k].dim == dim) return *which = k, true;
+  return false;
+}
+
+// Does this call lie inside the entry's signature family? Fills the varied
+// extents. Every argument is compared with the captured one.
+bool matches(const Entry& e, c10::ArrayRef<c10::IValue> args, std::vector<int64_t>& extent) {
+  const auto& specs = e.spec.args;
+  if (args.size() != specs.size()) return false;
+  extent.assign(e.vary.size(), -1);
+  const bool grad = c10::GradMode::is_enabled();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ArgSpec& s = specs[i];
+    const c10::IValue& v = args[i];
+    switch (s.kind) {
+      case ArgKind::Tensor: {
+        if (!v.isTensor()) return false;
+        const at::Tensor& t = v.toTensor();
+        if (!t.defined() || t.scalar_type() != s.dtype || t.is_cuda() != s.device.is_cuda() ||
+            t.dim() != static_cast<int64_t>(s.sizes.size()))
+          return false;
+        // Forged kernels have no backward of their own: leave training to stock.
+        if (grad && t.requires_grad()) return false;
+        for (int64_t d = 0; d < t.dim(); ++d) {
+          size_t k;
+          if (is_vary(e, static_cast<int>(i), static_cast<int>(d), &k)) extent[k] = t.size(d);
+          else if (t.size(d) != s.sizes[d]) return false;
+        }
+        if (e.contiguous ? !t.is_contiguous() : t.strides() != c10::IntArrayRef(s.strides))
+          return false;
+        if (t.storage_offset() != 0 && !e.contiguous) return false;
+        break;
+      }
+      case ArgKind::None:
+        if (!(v.isNone() || (v.isTensor() && !v.toTensor().defined()))) return false;
+        break;
+      case ArgKind::Int: {
+        if (!v.isInt()) return false;
+        bool pinned = false;
+        for (const auto& p : e.pins)
+          if (p.arg == static_cast<int>(i)) {
+            pinned = true;
+            if (extent[p.vary] < 0 || v.toInt() != extent[p.vary]) return false;
+          }
+        if (!pinned && v.toInt() != s.i) return false;
+        break;
+      }
+      case ArgKind::Float:
+        if (!v.isDouble() || v.toDouble() != s.f) return false;
+        break;
+      case ArgKind::Bool:
+        if (!v.isBool() || v.toBool() != static_cast<bool>(s.i)) return false;
+        break;
+      case ArgKind::IntList:
+        if (!v.isIntList() || v.toIntVector() != s.ints) return false;
+        break;
+      case ArgKind::Dtype:
+        if (!v.isInt() || static_cast<int64_t>(v.toScalarType()) != s.i) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  for (size_t k = 0; k < e.vary.size(); ++k)
+    if (extent[k] <= 0) return false;  // an empty batch goes to stock
+  return true;
+}
+
+// Runs the entry's kernel; empty when it returned nonzero.
+std::optional<std::vector<at::Tensor>> run_forged(Entry& e, c10::ArrayRef<c10::IValue> args,
+                                                  const std::vector<int64_t>& extent) {
+  std::vector<forge_tensor> inputs;
+  c10::Device device(c10::kCPU);
+  bool have_device = false;
+  for (size_t i = 0; i < e.spec.args.size(); ++i) {
+    if (!e.spec.args[i].schema_tensor) continue;
+    const c10::IValue& v = args[i];
+    at::Tensor t = v.isTensor() ? v.toTensor() : at::Tensor();
+    if (t.defined() && !have_device) device = t.device(), have_device = true;
+    inputs.push_back(worker::forge_view(t));
+  }
+  std::vector<forge_scalar> scalars = e.scalars;
+  for (const auto& p : e.pins) {  // a pinned int follows its extent
+    int k = -1;
+    for (int i = 0; i <= p.arg; ++i)
+      if (!e.spec.args[i].schema_tensor) ++k;
+    scalars[k].i = extent[p.vary];
+  }
+#ifdef FORGE_PACKAGE_CUDA
+  std::optional<c10::cuda::CUDAGuard> guard;
+  if (device.is_cuda()) guard.emplace(device);
+#endif
+  std::vector<at::Tensor> outs;
+  std::vector<forge_tensor> out_views;
+  for (size_t k = 0; k < e.outputs.size(); ++k) {
+    const auto& o = e.outputs[k];
+    std::vector<int64_t> sizes = o.sizes, strides = o.strides;
+    bool follows = !e.vary.empty() && !sizes.empty() &&
+                   std::find(e.vary_outputs.begin(), e.vary_outputs.end(), k) != e.vary_outputs.end();
+    if (follows) sizes[0] = extent[0];
+    if (o.contiguous) strides = contiguous_strides(sizes);
+    outs.push_back(at::empty_strided(sizes, strides, at::TensorOptions().dtype(o.dtype).device(device)));
+    out_views.push_back(worker::forge_view(outs.back()));
+  }
+  forge_call call{};
+  call.inputs = inputs.data();
+  call.n_inputs = static_cast<int32_t>(inputs.size());
+  call.outputs = out_views.data();
+  call.n_outputs = static_cast<int32_t>(out_views.size());
+  call.scalars = scalars.data();
+  call.n_scalars = static_cast<int32_t>(scalars.size());
+#ifdef FORGE_PACKAGE_CUDA
+  if (device.is_cuda()) call.stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
+#endif
+  at::Tensor workspace;
+  if (e.workspace) {
+    int64_t n = e.workspace(&call);
+    if (n < 0) return std::nullopt;
+    if (n > 0) {
+      workspace = at::empty({n}, at::TensorOptions().dtype(at::kByte).device(device));
+      call.workspace = workspace.data_ptr();
+      call.workspace_bytes = n;
+    }
+  }
+  if (e.kernel(&call) != 0) return std::nullopt;
+  return outs;
+}
+
+// FORGE_PACKAGE_CHECK=1: every forged call is also run by stock and compared
+// with the family's tolerances (the end-to-end check of `forge build`).
+void check_against_stock(Entry& e, const std::vector<at::Tensor>& outs,
+                         const std::vector<c10::IValue>& args, StockFn stock) {
+  std::vector<c10::IValue> ref = stock(args);
+  std::optional<c10::ScalarType> in;
+  for (const auto& a : args)
+    if (a.isTensor() && a.toTensor().defined() && a.toTensor().is_floating_point()) {
+      in = a.toTensor().scalar_type();
+      break;
+    }
+  ++e.checked;
+  for (size_t k = 0; k < outs.size() && k < ref.size(); ++k) {
+    if (!ref[k].isTensor() || !ref[k].toTensor().defined() || ref[k].toTensor().numel() == 0) continue;
+    worker::CompareStats stats;
+    auto tol = worker::tolerance_for(e.family, outs[k].scalar_type(), in);
+    auto bad = worker::compare_to_reference(outs[k], ref[k].toTensor(), tol, "output " + std::to_string(k),
+                                           "in the model", stats);
+    if (bad) {
+      if (e.mismatches++ == 0) warn(e.target + ": " + bad->detail);
+    }
+    double w = e.worst_tol.load();
+    while (stats.worst_tol > w && !e.worst_tol.compare_exchange_weak(w, stats.worst_tol)) {
+    }
+  }
+}
+
+class Override : public c10::OperatorKernel {
+ public:
+  Override(std::string op, StockFn stock, std::vector<Entry*> entries)
+      : m_op(std::move(op)), m_stock(stock), m_entries(std::move(entries)),
+        m_check(std::getenv("FORGE_PACKAGE_CHECK") && std::string(std::getenv("FORGE_PACKAGE_CHECK")) == "1") {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    const size_t n = op.schema().arguments().size();
+    auto args = torch::jit::last(*stack, n);
+    std::vector<int64_t> extent;
+    for (Entry* e : m_entries) {
+      if (!matches(*e, args, extent)) continue;
+      auto outs = run_forged(*e, args, extent);
+      if (!outs) {
+        ++e->kernel_errors;
+        break;  // the stock kernel takes it
+      }
+      ++e->forged;
+      if (m_check) check_against_stock(*e, *outs, std::vector<c10::IValue>(args.begin(), args.end()), m_stock);
+      torch::jit::drop(*stack, n);
+      for (auto& t : *outs) torch::jit::push(*stack, std::move(t));
+      return;
+    }
+    std::vector<c10::IValue> a(args.begin(), args.end());
+    {
+      Counters& c = counters();
+      std::string sig = call_signature(args);
+      std::lock_guard<std::mutex> lock(c.mu);
+      ++c.fallback[{m_op, sig}];
+    }
+    torch::jit::drop(*stack, n);
+    for (auto& v : m_stock(a)) torch::jit::push(*stack, std::move(v));
+  }
+
+ private:
+  std::string m_op;
+  StockFn m_stock;
+  std::vector<Entry*> m_entries;
+  bool m_check;
+};
+
+std::unique_ptr<Entry> load_entry(const json& j, const fs::path& dir, bool cuda) {
+  auto e = std::make_unique<Entry>();
+  e->target = j.at("target").get<std::string>();
+  e->signature = j.value("signature", "");
+  e->strategy = j.value("strategy", "");
+  json req = {{"op", j.at("op")}, {"overload", j.value("overload", "")}, {"args", j.at("args")}};
+  e->spec = worker::parse_op(req, cuda);
+  if (!e->spec.abi_problem.empty()) throw std::runtime_error(e->spec.abi_problem);
+  for (const auto& v : j.value("vary", json::array())) e->vary.push_back({v.at("arg"), v.at("dim")});
+  for (const auto& p : j.value("pins", json::array())) e->pins.push_back({p.at("arg"), p.at("vary")});
+  e->contiguous = j.value("contiguous", true);
+  e->vary_outputs = j.value("vary_outputs", std::vector<int>{});
+  for (const auto& o : j.at("outputs")) {
+    auto dt = worker::dtype_from_name(o.value("dtype", ""));
+    if (o.value("type", "") != "Tensor" || !dt) throw std::runtime_error("an output is not a tensor");
+    std::vector<int64_t> sizes = o.at("sizes"), strides = o.at("strides");
+    e->outputs.push_back({*dt, sizes, strides, strides == contiguous_strides(sizes)});
+  }
+  e->scalars = worker::forge_scalars(e->spec.args);
+  e->family = worker::parse_family(j.value("family", json::object()));
+  const fs::path so = dir / j.at("kernel").get<std::string>();
+  void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) throw std::runtime_error(std::string("dlopen: ") + ::dlerror());
+  e->kernel = reinterpret_cast<KernelFn>(::dlsym(h, "forge_kernel"));
+  e->workspace = reinterpret_cast<WorkspaceFn>(::dlsym(h, "forge_workspace_bytes"));
+  if (!e->kernel) throw std::runtime_error("no forge_kernel in " + so.string());
+  return e;
+}
+
+std::vector<std::unique_ptr<torch::Library>>& libraries() {
+  static auto* libs = new std::vector<std::unique_ptr<torch::Library>>;
+  return *libs;
+}
+
+void write_report() {
+  const char* dir = std::getenv("FORGE_PACKAGE_REPORT");
+  if (!dir || !*dir) return;
+  Counters& c = counters();
+  json r = {{"pid", ::getpid()}, {"entries", json::array()}, {"fallback", json::array()}};
+  for (const auto& e : c.entries)
+    r["entries"].push_back({{"target", e->target},
+                            {"op", e->spec.name},
+                            {"signature", e->signature},
+                            {"strategy", e->strategy},
+                            {"forged", e->forged.load()},
+                            {"kernel_errors", e->kernel_errors.load()},
+                            {"checked", e->checked.load()},
+                            {"mismatches", e->mismatches.load()},
+                            {"worst_tol", e->worst_tol.load()}});
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    for (const auto& [key, n] : c.fallback)
+      r["fallback"].push_back({{"op", key.first}, {"signature", key.second}, {"calls", n}});
+  }
+  std::ofstream(fs::path(dir) / (std::to_string(::getpid()) + ".json")) << r.dump(1) << "\n";
+}
+
+// Reads package.json beside this library and registers the overrides.
+struct Loader {
+  Loader() {
+    Dl_info info{};
+    if (!::dladdr(reinterpret_cast<void*>(&write_report), &info) || !info.dli_fname) return;
+    const fs::path dir = fs::path(info.dli_fname).parent_path();
+    const fs::path manifest = dir / "package.json";
+    json pkg;
+    try {
+      std::ifstream in(manifest);
+      if (!in) {
+        warn("no " + manifest.string() + ": nothing is overridden");
+        return;
+      }
+      pkg = json::parse(in);
+    } catch (const std::exception& ex) {
+      warn(manifest.string() + ": " + ex.what());
+      return;
+    }
+    const bool cuda = pkg.value("backend", "cpu") == "cuda";
+#ifndef FORGE_PACKAGE_CUDA
+    if (cuda) {
+      warn("this libforge.so was built without CUDA; nothing is overridden");
+      return;
+    }
+#endif
+    Counters& c = counters();
+    std::map<std::string, std::vector<Entry*>> by_op;
+    for (const auto& j : pkg.value("entries", json::array())) {
+      try {
+        auto e = load_entry(j, dir, cuda);
+        by_op[e->spec.name].push_back(e.get());
+        c.entries.push_back(std::move(e));
+      } catch (const std::exception& ex) {
+        warn(j.value("target", std::string("an entry")) + " is not overridden: " + ex.what());
+      }
+    }
+    for (auto& [op, entries] : by_op) {
+      StockFn stock = stock_kernel(op, cuda);
+      if (!stock) {
+        warn(op + " has no stock fallback for this backend: not overridden");
+        continue;
+      }
+      auto lib = std::make_unique<torch::Library>(
+          torch::Library::IMPL, "aten", cuda ? c10::DispatchKey::CUDA : c10::DispatchKey::CPU,
+          "libforge.so", 0);
+      lib->impl(op.substr(op.find("::") + 2).c_str(),
+                torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Override>(op, stock, entries)));
+      libraries().push_back(std::move(lib));
+    }
+    std::atexit(write_report);
+  }
+};
+Loader g_loader;
+
+}  // namespace
+}  // namespace forge::package

@@ -1,0 +1,125 @@
+// The package end to end on the CPU: build an unmodified script's layer_norm
+// target, then run other unmodified scripts under `forge run`: every spelling
+// reaches the forged kernel, a call inside the signature family with another
+// row count is forged too, calls outside it (dtype, shape, layout, grad) fall
+// back to stock, outputs match a float64 reference, and the program's exit
+// code comes through. Skipped (visibly) where torch is not importable.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("rules::PackageTorch");
+
+namespace {
+
+const char* kApp = R"(import torch, torch.nn as nn
+torch.manual_seed(0)
+ln = nn.LayerNorm(64)
+x = torch.randn(4, 128, 64)
+with torch.no_grad():  # inference: the guard leaves calls that need grad to stock
+    for _ in range(3):
+        y = ln(x)
+print(float(y.sum()))
+)";
+
+// Compares every call against float64 (which the guard sends to stock).
+const char* kProbe = R"(import sys, torch, torch.nn as nn, torch.nn.functional as F
+torch.manual_seed(1)
+w, b = torch.randn(64), torch.randn(64)
+def check(y, x, shape=(64,), ww=w, bb=b):
+    ref = F.layer_norm(x.double(), shape, ww.double(), bb.double(), 1e-5)
+    err = (y.double() - ref).abs().max().item()
+    if err > 1e-3 * max(1.0, ref.abs().max().item()):
+        print("MISMATCH", tuple(x.shape), x.dtype, err); sys.exit(1)
+x = torch.randn(4, 128, 64)
+check(F.layer_norm(x, (64,), w, b, 1e-5), x)              # functional
+m = nn.LayerNorm(64); m.weight.data.copy_(w); m.bias.data.copy_(b)
+with torch.no_grad():
+    check(m(x), x)                                          # module
+check(torch.layer_norm(x, (64,), w, b, 1e-5), x)          # torch.*
+x7 = torch.randn(7, 128, 64)
+check(F.layer_norm(x7, (64,), w, b, 1e-5), x7)            # inside the family: 7 rows
+xb = x.bfloat16()
+F.layer_norm(xb, (64,), w.bfloat16(), b.bfloat16(), 1e-5) # another dtype: stock
+xs = torch.randn(4, 128, 32)
+check(F.layer_norm(xs, (32,), w[:32], b[:32], 1e-5), xs, (32,), w[:32], b[:32])  # another shape
+xt = torch.randn(4, 64, 128).transpose(1, 2)
+check(F.layer_norm(xt, (64,), w, b, 1e-5), xt)            # not contiguous: stock
+xg = torch.randn(4, 128, 64, requires_grad=True)
+check(F.layer_norm(xg, (64,), w, b, 1e-5).detach(), xg.detach())  # needs grad: stock
+print("probe ok")
+)";
+
+}  // namespace
+
+TEST_CASE("forge run: forged inside the signature family, stock outside, exit code passed on") {
+  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
+  if (std::system(("'" + (repo / ".venv/bin/python").string() +
+                   "' -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
+    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
+    return;
+  }
+  test::TempDir dir;
+  test::write_text(dir / "app.py", kApp);
+  test::write_text(dir / "probe.py", kProbe);
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  app: {run: python app.py}\n"
+                   "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\n"
+                   "budget: {iterations: 3}\n");
+  auto build = test::run_forge("--json build", dir.path());
+  INFO(build.err);
+  REQUIRE(build.exit_code == 0);
+  json r = json::parse(build.out);
+  REQUIRE(r["targets"].size() == 1);
+  REQUIRE_MESSAGE(r["targets"][0]["accepted"].get<int>() >= 1, r["targets"].dump());
+  const json& pkg = r["package"];
+  REQUIRE(pkg["status"] == "ok");
+  CHECK(fs::exists(pkg["library"].get<std::string>()));
+  // The build's own end-to-end check: the app's 3 calls forged, each matching stock.
+  const json& e2e = pkg["models"]["app"];
+  CHECK(e2e["status"] == "ok");
+  CHECK(e2e["forged_calls"] == 3);
+  CHECK(e2e["mismatches"] == 0);
+  CHECK(e2e["stock_seconds"].get<double>() > 0);
+  CHECK(e2e["amdahl_bound"].get<double>() >= 1.0);
+
+  auto run = test::run_forge("run --json-report report.json -- python probe.py", dir.path());
+  INFO(run.out << run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.find("probe ok") != std::string::npos);
+  json rep = json::parse(test::read_text(dir / "report.json"));
+  REQUIRE(rep["entries"].size() == 1);
+  // functional, module, torch.layer_norm and the 7-row call.
+  CHECK(rep["entries"][0]["forged"] == 4);
+  CHECK(rep["entries"][0]["kernel_errors"] == 0);
+  std::string fallbacks = rep["fallback"].dump();
+  CHECK(fallbacks.find("BFloat16") != std::string::npos);
+  CHECK(fallbacks.find("{strided}") != std::string::npos);
+  long stock_calls = 0;
+  for (const auto& f : rep["fallback"]) stock_calls += f["calls"].get<long>();
+  // bf16, 32-wide, transposed, needs grad, and the 7 float64 references.
+  CHECK(stock_calls == 4 + 7);
+
+  auto code = test::run_forge("run -- python -c 'import sys; sys.exit(3)'", dir.path());
+  CHECK(code.exit_code == 3);
+}
+
+TEST_CASE("forge run without a package says to build first") {
+  test::TempDir dir;
+  test::write_text(dir / "forge.yaml", "models:\n  app: {run: python app.py}\n");
+  auto r = test::run_forge("run -- true", dir.path());
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("forge build") != std::string::npos);
+}
+
+TEST_SUITE_END();
+}  // namespace forge
