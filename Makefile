@@ -1,6 +1,6 @@
 # The README's commands. Each is idempotent and does its own set-up on a fresh
 # machine: Debian packages, the project venv (.venv: torch, cmake 4), the build.
-#   make demo   build, then run `forge build` on examples/tiny and print the report
+#   make demo   build, run `forge build` on examples/tiny, then the example under `forge run`
 #   make test   build, then run every test
 #   make build  just build (build/forge)
 .PHONY: all build demo test deps venv format clean
@@ -35,6 +35,7 @@ build: build/build.ninja
 
 demo: build
 	build/forge -C examples/tiny build
+	build/forge -C examples/tiny run -- python transformer.py
 
 test: build
 	$(VENV)/bin/ctest --test-dir build --output-on-failure -j2
