@@ -38,6 +38,7 @@ nlohmann::json run_build(BuildContext& ctx, const std::vector<std::unique_ptr<Ru
           {"notes", ctx.notes},
           {"history", ctx.history},
           {"package", ctx.package},
+          {"llm", ctx.llm},
           {"targets", targets_json(ctx.targets)}};
 }
 

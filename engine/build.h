@@ -43,6 +43,7 @@ struct BuildContext {
   std::vector<std::string> notes;     // lines for the report ("search: not built yet")
   nlohmann::json history;             // the history stage's summary; null when it did not run
   nlohmann::json package;             // the package stage's summary; null when it did not run
+  nlohmann::json llm;                 // the model's token/cost ledger for the build; null without one
 
   // Runs `spec` through the cache (or looks it up in dry mode; then nullopt
   // when it would have to run). Marks the build failed when the step fails.

@@ -38,7 +38,8 @@ const std::vector<Section>& sections() {
       {"device", {"backend", "arch"}},
       {"capture", {"samples_per_target", "max_input_mb_per_model", "timeout_seconds"}},
       {"proposer", {"strategies", "llm"}},
-      {"proposer.llm", {"provider", "model", "base_url", "api_key_env", "command"}},
+      {"proposer.llm", {"provider", "model", "base_url", "api_key_env", "command", "price_in", "price_out",
+        "variants", "max_tokens", "temperature", "timeout_seconds", "concurrency"}},
       {"history", {"ref", "repo"}},
   };
   return all;
@@ -526,6 +527,15 @@ class ManifestParser {
     llm.provider = choice(*provider, {"openai", "anthropic", "gemini", "command"});
     if (const Entry* f = find(fields, "model")) llm.model = non_empty_string(*f);
     if (const Entry* f = find(fields, "base_url")) llm.base_url = string_value(*f);
+    for (const Entry& f : fields) {
+      if (f.key == "price_in") llm.price_in = number(f, Range::kNonNegative);
+      if (f.key == "price_out") llm.price_out = number(f, Range::kNonNegative);
+      if (f.key == "variants") llm.variants = non_negative_int(f);
+      if (f.key == "max_tokens") llm.max_tokens = non_negative_int(f);
+      if (f.key == "temperature") llm.temperature = number(f, Range::kNonNegative);
+      if (f.key == "timeout_seconds") llm.timeout_seconds = number(f, Range::kPositive);
+      if (f.key == "concurrency") llm.concurrency = std::max(1, non_negative_int(f));
+    }
     if (const Entry* f = find(fields, "command")) {
       if (llm.provider != "command") {
         fail(f->key_node, "'command' is only allowed with provider: command");

@@ -59,6 +59,12 @@ struct LlmSpec {
   std::string base_url;
   std::string api_key_env;  // name of the environment variable, never the key
   std::string command;      // for provider: command
+  std::optional<double> price_in, price_out;  // USD per million tokens; unset = no cost
+  int variants = 3;              // model variants asked for under each tree node
+  int max_tokens = 8192;         // reply length cap per request
+  std::optional<double> temperature;  // unset = the provider's default
+  double timeout_seconds = 300;  // per request (connect: 10 s), before retries
+  int concurrency = 4;           // requests in flight at once
 };
 
 struct ProposerSpec {

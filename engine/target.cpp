@@ -92,7 +92,10 @@ nlohmann::json target_json(const Target& t) {
           {"best_speedup_compile", opt(t.best_speedup_compile)},
           {"floor_pct", opt(t.floor_pct)},
           {"best_strategy", t.best_strategy.empty() ? nlohmann::json(nullptr)
-                                                    : nlohmann::json(t.best_strategy)}};
+                                                    : nlohmann::json(t.best_strategy)},
+          {"best_proposer", t.best_proposer.empty() ? nlohmann::json(nullptr)
+                                                    : nlohmann::json(t.best_proposer)},
+          {"llm", t.llm}};
 }
 
 }  // namespace forge

@@ -22,6 +22,7 @@ struct KernelRecord {
   int node = 0, parent = 0;   // tree node ids (0 = the stock root)
   std::string strategy;       // strategy name; params as JSON
   nlohmann::json params;
+  std::string proposer = "strategy";  // "strategy" | "llm": what produced it
   std::string file;           // candidate file name: "rows_3pass-ISA0.cpp"
   std::string source;         // store object digest of the source text
   std::string evaluation;     // store object digest of the evaluation record
@@ -52,6 +53,8 @@ struct Target {
   std::map<std::string, int> outcomes;  // iterations by outcome: "ok", "slower", "wrong_result", ...
   std::optional<double> best_speedup_eager, best_speedup_compile, floor_pct;
   std::string best_strategy;  // "rows_3pass {\"VEC\":8}" of the best accepted kernel
+  std::string best_proposer;  // "strategy" | "llm": what produced it
+  nlohmann::json llm;         // the model's token/cost ledger for this target; null without one
 };
 
 std::string signature_hash(const std::string& signature);

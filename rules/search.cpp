@@ -2,7 +2,9 @@
 
 #include "engine/journal.h"
 #include "engine/mcts.h"
+#include "rules/ceiling.h"
 #include "rules/evaluate.h"
+#include "rules/llm_proposer.h"
 #include "rules/strategies.h"
 #include "util/hash.h"
 
@@ -23,17 +25,46 @@ mcts::Outcome::Status status_of(const json& rec) {
   return S::WrongResult;
 }
 
-// Action -> instantiated source -> evaluation record -> outcome. The record is
+}  // namespace
+
+mcts::Outcome judge_candidate(BuildContext& ctx, Executor& executor, const Target& target,
+                              const Family& family, const CandidateSource& src, json* record) {
+  json rec = evaluate_candidates(ctx, executor, target, family, {src}).front();
+  if (rec.value("verdict", "") == "error")
+    throw std::runtime_error("could not evaluate " + src.name + ": " + rec.value("detail", ""));
+  mcts::Outcome out;
+  out.status = status_of(rec);
+  out.reason = rec.value("reason", "") + (rec.contains("detail") ? ": " + rec.value("detail", "") : "");
+  if (out.verified()) {
+    double sp = rec.value("bench", json::object()).value("speedup_eager", 0.0);
+    out.speedup = sp > 0 ? sp : 1e-6;
+  }
+  out.steps = {{"file", src.name},
+               {"source", ctx.builder.store().put_object(src.text)},
+               {"evaluation", ctx.builder.store().put_object(rec.dump())}};
+  if (record) *record = std::move(rec);
+  return out;
+}
+
+namespace {
+
+// Action -> candidate source -> evaluation record -> outcome. The record is
 // kept as a store object named in the outcome's steps, so reports can read the
-// best node's benchmark after a replay without evaluating anything.
-class StrategyEvaluator : public mcts::Evaluator {
+// best node's benchmark after a replay without evaluating anything. "strategy"
+// actions instantiate a template; "llm" actions go to the LlmEvaluator.
+class SearchEvaluator : public mcts::Evaluator {
  public:
-  StrategyEvaluator(BuildContext& ctx, Executor& executor, const Target& target,
-                    const Family& family, const std::vector<Strategy>& strategies)
+  SearchEvaluator(BuildContext& ctx, Executor& executor, const Target& target,
+                  const Family& family, const std::vector<Strategy>& strategies,
+                  LlmEvaluator* llm)
       : m_ctx(ctx), m_executor(executor), m_target(target), m_family(family),
-        m_strategies(strategies) {}
+        m_strategies(strategies), m_llm(llm) {}
 
   mcts::Outcome evaluate(const mcts::EvalRequest& req) override {
+    if (req.action.kind == "llm") {
+      if (!m_llm) throw std::runtime_error("an llm action without a model configured");
+      return m_llm->evaluate(req);
+    }
     const Strategy* s = nullptr;
     for (const auto& x : m_strategies)
       if (x.name == req.action.strategy) s = &x;
@@ -43,19 +74,9 @@ class StrategyEvaluator : public mcts::Evaluator {
     name += s->source.extension().string();
     CandidateSource src{name, instantiate(*s, req.action.params),
                         s->source.extension() == ".cu" ? CandidateLang::Cuda : CandidateLang::Cpp};
-    json rec = evaluate_candidates(m_ctx, m_executor, m_target, m_family, {src}).front();
-    if (rec.value("verdict", "") == "error")
-      throw std::runtime_error("could not evaluate " + name + ": " + rec.value("detail", ""));
-    mcts::Outcome out;
-    out.status = status_of(rec);
-    out.reason = rec.value("reason", "") + (rec.contains("detail") ? ": " + rec.value("detail", "") : "");
-    if (out.verified()) {
-      double sp = rec.value("bench", json::object()).value("speedup_eager", 0.0);
-      out.speedup = sp > 0 ? sp : 1e-6;
-    }
-    out.steps = {{"file", src.name},
-                 {"source", m_ctx.builder.store().put_object(src.text)},
-                 {"evaluation", m_ctx.builder.store().put_object(rec.dump())}};
+    mcts::Outcome out = judge_candidate(m_ctx, m_executor, m_target, m_family, src);
+    out.steps["proposer"] = "strategy";
+    out.steps["what"] = describe_action(req.action, req.parent);
     return out;
   }
 
@@ -65,16 +86,23 @@ class StrategyEvaluator : public mcts::Evaluator {
   const Target& m_target;
   const Family& m_family;
   const std::vector<Strategy>& m_strategies;
+  LlmEvaluator* m_llm;
 };
 
 // What every outcome of this target depends on; a change starts the journal over.
+// The strategies hashed are the applicable ones whether or not they are
+// proposed (the model's first prompt shows one); the model enters by what shapes
+// its answers (provider, model, base_url or command, variants, max_tokens,
+// temperature, the prompt templates), never by key, prices or timeouts.
 std::string search_context(const BuildContext& ctx, const Target& t, const Family& family,
-                           const std::vector<Strategy>& strategies, const std::string& worker) {
+                           const std::vector<Strategy>& strategies, const std::string& worker,
+                           const json& proposer) {
   Hasher h;
   h.add("op", t.op).add("signature", t.signature).add("args", t.args.dump())
       .add("samples", t.sample_inputs.dump()).add("family", family.digest)
       .add("device", ctx.device.fingerprint()).add("toolchain", ctx.toolchain.fingerprint())
-      .add("worker", worker).add("bench", bench_settings(ctx, EvalSettings{}).dump());
+      .add("worker", worker).add("bench", bench_settings(ctx, EvalSettings{}).dump())
+      .add("proposer", proposer.dump());
   for (const auto& s : strategies)
     h.add("strategy", s.name).add("text", s.text).add("params", s.params.dump());
   return h.hex();
@@ -93,7 +121,7 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
     if (n.outcome.status != mcts::Outcome::Status::Ok) continue;
     ++t.accepted;
     t.kernels.push_back({n.iteration, n.id, n.parent, n.action.strategy, n.action.params,
-                         n.outcome.steps.value("file", ""), n.outcome.steps.value("source", ""),
+                         n.action.kind == "llm" ? "llm" : "strategy", n.outcome.steps.value("file", ""), n.outcome.steps.value("source", ""),
                          n.outcome.steps.value("evaluation", ""), n.outcome.speedup});
     if (!best || n.outcome.speedup > best->outcome.speedup) best = &n;
   }
@@ -105,7 +133,9 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
     const json& bench = rec.value("bench", json::object());
     if (bench.contains("floor_pct") && bench["floor_pct"].is_number())
       t.floor_pct = bench["floor_pct"].get<double>();
-    t.best_strategy = best->action.strategy + " " + best->action.params.dump();
+    t.best_proposer = best->action.kind == "llm" ? "llm" : "strategy";
+    t.best_strategy = (best->action.kind == "llm" ? std::string("llm") : best->action.strategy) +
+                      " " + best->action.params.dump();
   }
 }
 
@@ -119,6 +149,7 @@ void SearchRule::apply(BuildContext& ctx) {
   const auto families = load_families(default_targets_dir());
   std::optional<RuntimeLibs> rt;
   std::unique_ptr<Executor> executor;
+  m_ledger = {};
   int searched = 0;
   for (auto& t : ctx.targets) {
     try {
@@ -129,62 +160,98 @@ void SearchRule::apply(BuildContext& ctx) {
       ctx.notes.push_back("search of " + t.id + " failed: " + e.what());
     }
   }
+  if (ctx.manifest.proposer.llm) ctx.llm = m_ledger.to_json(*ctx.manifest.proposer.llm);
   if (searched == 0)
     ctx.notes.push_back("search: no target has a strategy family for this backend yet");
+}
+
+llm::Client& SearchRule::model_client(BuildContext& ctx) {
+  if (!m_client) {
+    const LlmSpec& spec = *ctx.manifest.proposer.llm;
+    llm::ClientSettings settings;
+    settings.total_timeout = spec.timeout_seconds;
+    settings.concurrency = spec.concurrency;
+    m_client = llm::make_client(spec, settings, m_transport, ctx.runner);
+  }
+  return *m_client;
 }
 
 int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Family>& families,
                               const Budget& budget, std::optional<RuntimeLibs>& rt,
                               std::unique_ptr<Executor>& executor) {
-  {
-    auto family = find_family(families, t.op);
-    if (!family) return 0;
-    std::vector<Strategy> strategies;
-    for (auto& s : load_strategies(*family))
-      if (strategy_applies(s, t, ctx.device.backend)) strategies.push_back(std::move(s));
-    if (strategies.empty()) return 0;
-    if (!rt) {
-      rt = ensure_runtime(ctx, /*with_worker=*/true);
-      if (!rt) {
-        throw std::runtime_error("the evaluation worker is not built");
-      }
-    }
-    const std::string context = search_context(ctx, t, *family, strategies, rt->worker_digest);
-    mcts::SearchParams params;
-    params.seed = std::stoull(sha256_hex(t.id).substr(0, 12), nullptr, 16);
-    mcts::Tree tree;
-    StrategyProposer proposer(strategies);
-    mcts::Search search(tree, proposer, params);
-    Progress& progress = ctx.builder.progress();
-    mcts::Journal journal(ctx.builder.store(), mcts::journal_ref(t.id), context, params.to_json(),
-                          [&progress](const std::string& m) { progress.warn(m); });
-    if (ctx.options.dry_run) {
-      // Status: the journal as it stands, nothing evaluated.
-      Budget none = budget;
-      none.iterations = static_cast<int>(journal.records().size());
-      none.seconds = 0;
-      struct NoEval : mcts::Evaluator {
-        mcts::Outcome evaluate(const mcts::EvalRequest&) override {
-          throw std::runtime_error("dry run");
-        }
-      } no_eval;
-      try {
-        mcts::run_search(search, no_eval, none, journal);
-      } catch (const std::exception&) {
-      }
-    } else {
-      if (!executor) executor = make_device_executor(ctx, *rt);
-      StrategyEvaluator evaluator(ctx, *executor, t, *family, strategies);
-      try {
-        mcts::run_search(search, evaluator, budget, journal);
-      } catch (const std::exception& e) {
-        ctx.failed = true;
-        ctx.notes.push_back("search of " + t.id + " stopped: " + e.what());
-      }
-    }
-    report_best(ctx, t, tree);
-    return 1;
+  auto family = find_family(families, t.op);
+  if (!family) return 0;
+  const ProposerSpec& want = ctx.manifest.proposer;
+  std::vector<Strategy> strategies;
+  for (auto& s : load_strategies(*family))
+    if (strategy_applies(s, t, ctx.device.backend)) strategies.push_back(std::move(s));
+  if (!want.llm && (!want.strategies || strategies.empty())) return 0;
+  if (!rt) {
+    rt = ensure_runtime(ctx, /*with_worker=*/true);
+    if (!rt) throw std::runtime_error("the evaluation worker is not built");
   }
+  std::optional<llm::PromptTemplates> templates;
+  json proposer_config = {{"strategies", want.strategies}, {"llm", nullptr}};
+  if (want.llm) {
+    templates = llm::load_prompt_templates(llm::default_prompts_dir());
+    const LlmSpec& l = *want.llm;
+    proposer_config["llm"] = {{"identity", model_client(ctx).identity()},
+                              {"variants", l.variants},
+                              {"max_tokens", l.max_tokens},
+                              {"temperature", l.temperature ? json(*l.temperature) : json(nullptr)},
+                              {"prompts", templates->digest()}};
+  }
+  const std::string context =
+      search_context(ctx, t, *family, strategies, rt->worker_digest, proposer_config);
+  mcts::SearchParams params;
+  params.seed = std::stoull(sha256_hex(t.id).substr(0, 12), nullptr, 16);
+  mcts::Tree tree;
+  StrategyProposer by_strategy(want.strategies ? strategies : std::vector<Strategy>{});
+  LlmProposer by_model(want.llm ? want.llm->variants : 0);
+  MixedProposer proposer({&by_strategy, &by_model});
+  mcts::Search search(tree, proposer, params);
+  Progress& progress = ctx.builder.progress();
+  mcts::Journal journal(ctx.builder.store(), mcts::journal_ref(t.id), context, params.to_json(),
+                        [&progress](const std::string& m) { progress.warn(m); });
+  if (ctx.options.dry_run) {
+    // Status: the journal as it stands, nothing evaluated.
+    Budget none = budget;
+    none.iterations = static_cast<int>(journal.records().size());
+    none.seconds = 0;
+    struct NoEval : mcts::Evaluator {
+      mcts::Outcome evaluate(const mcts::EvalRequest&) override {
+        throw std::runtime_error("dry run");
+      }
+    } no_eval;
+    try {
+      mcts::run_search(search, no_eval, none, journal);
+    } catch (const std::exception&) {
+    }
+  } else {
+    if (!executor) executor = make_device_executor(ctx, *rt);
+    std::unique_ptr<llm::CachedClient> cached;
+    std::unique_ptr<LlmEvaluator> by_llm;
+    if (want.llm) {
+      cached = std::make_unique<llm::CachedClient>(model_client(ctx), ctx.builder.store());
+      LlmEvaluator::Inputs in{&t, &*family, &*want.llm, &*templates, "", copy_ceiling(ctx)};
+      if (!strategies.empty())
+        in.example_source = instantiate(strategies.front(), param_grid(strategies.front()).front());
+      by_llm = std::make_unique<LlmEvaluator>(ctx, *executor, *cached, std::move(in));
+    }
+    SearchEvaluator evaluator(ctx, *executor, t, *family, strategies, by_llm.get());
+    try {
+      mcts::run_search(search, evaluator, budget, journal);
+    } catch (const std::exception& e) {
+      ctx.failed = true;
+      ctx.notes.push_back("search of " + t.id + " stopped: " + e.what());
+    }
+    if (cached) {
+      t.llm = cached->ledger().to_json(*want.llm);
+      m_ledger += cached->ledger();
+    }
+  }
+  report_best(ctx, t, tree);
+  return 1;
 }
 
 }  // namespace forge
