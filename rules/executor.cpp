@@ -62,31 +62,12 @@ class LocalExecutor : public Executor {
         res.detail = reply.detail;
         return res;
     }
-    const json& v = reply.value;
-    res.reply = v;
-    if (v.contains("error")) {
-      // The worker refused forge's request: nothing is known about the candidate.
-      res.verdict = "error";
-      res.reason = "worker_error";
-      res.detail = v["error"].is_string() ? v["error"].get<std::string>() : v["error"].dump();
-      return res;
-    }
-    res.verdict = v.value("verdict", "");
-    res.reason = v.value("reason", "");
-    res.detail = v.value("detail", "");
-    res.verify = v.contains("verify") ? v["verify"] : json();
-    res.bench = v.contains("bench") ? v["bench"] : json();
-    if (res.verdict != "accepted" && res.verdict != "rejected") {
+    bool restart = false;
+    EvalResult out = eval_result_from_reply(reply.value, &restart);
+    out.seconds = reply.seconds;
+    if (restart || (out.verdict == "rejected" && m_options.restart_after_rejection))
       m_worker.stop();
-      res.verdict = "rejected";
-      res.reason = "worker_protocol";
-      res.detail = "a reply without a verdict: " + v.dump().substr(0, 200);
-      return res;
-    }
-    if (v.value("worker_exits", false) || worker_exits_after(res.reason) ||
-        (res.verdict == "rejected" && m_options.restart_after_rejection))
-      m_worker.stop();
-    return res;
+    return out;
   }
 
  private:
@@ -95,6 +76,34 @@ class LocalExecutor : public Executor {
 };
 
 }  // namespace
+
+EvalResult eval_result_from_reply(const json& v, bool* restart) {
+  EvalResult res;
+  bool stop = false;
+  res.reply = v;
+  if (v.contains("error")) {
+    // The worker refused forge's request: nothing is known about the candidate.
+    res.verdict = "error";
+    res.reason = "worker_error";
+    res.detail = v["error"].is_string() ? v["error"].get<std::string>() : v["error"].dump();
+  } else {
+    res.verdict = v.value("verdict", "");
+    res.reason = v.value("reason", "");
+    res.detail = v.value("detail", "");
+    res.verify = v.contains("verify") ? v["verify"] : json();
+    res.bench = v.contains("bench") ? v["bench"] : json();
+    if (res.verdict != "accepted" && res.verdict != "rejected") {
+      stop = true;
+      res.verdict = "rejected";
+      res.reason = "worker_protocol";
+      res.detail = "a reply without a verdict: " + v.dump().substr(0, 200);
+    } else if (v.value("worker_exits", false) || worker_exits_after(res.reason)) {
+      stop = true;
+    }
+  }
+  if (restart) *restart = stop;
+  return res;
+}
 
 std::unique_ptr<Executor> make_local_executor(LocalExecutorOptions options) {
   return std::make_unique<LocalExecutor>(std::move(options));

@@ -56,6 +56,13 @@ class Executor {
   // What evaluates (the worker build and its settings), for step keys.
   virtual std::string fingerprint() const = 0;
   virtual EvalResult evaluate(const EvalRequest& request) = 0;
+  // Several requests, one result each, in order. This default evaluates them
+  // one after another; a cluster executor runs them at once (as a job array).
+  virtual std::vector<EvalResult> evaluate_batch(const std::vector<EvalRequest>& requests) {
+    std::vector<EvalResult> out;
+    for (const auto& r : requests) out.push_back(evaluate(r));
+    return out;
+  }
   // The worker's hello ({} before the first evaluation).
   virtual nlohmann::json worker_info() const = 0;
 };
@@ -74,5 +81,11 @@ struct LocalExecutorOptions {
 };
 
 std::unique_ptr<Executor> make_local_executor(LocalExecutorOptions options);
+
+// The EvalResult for a worker's reply line to an evaluate request (verdict,
+// reason, detail, verify, bench; an "error" reply is verdict "error"
+// "worker_error"; a reply without a verdict is rejected "worker_protocol").
+// `restart` is set when the worker must not serve another request after it.
+EvalResult eval_result_from_reply(const nlohmann::json& reply, bool* restart = nullptr);
 
 }  // namespace forge
