@@ -31,7 +31,7 @@ const std::vector<Section>& sections() {
   static const std::vector<Section> all = {
       {"",
        {"version", "models", "targets", "budget", "device", "capture", "proposer", "history",
-        "store", "executor"}},
+        "store", "executor", "slurm", "cache"}},
       {"models.NAME", {"run", "torchscript", "inputs", "workdir", "env"}},
       {"targets", {"ops", "top", "min_share"}},
       {"budget", {"iterations", "seconds", "parallel"}},
@@ -41,6 +41,9 @@ const std::vector<Section>& sections() {
       {"proposer.llm", {"provider", "model", "base_url", "api_key_env", "command", "price_in", "price_out",
         "variants", "max_tokens", "temperature", "timeout_seconds", "concurrency"}},
       {"history", {"ref", "repo"}},
+      {"slurm", {"partition", "account", "time_limit", "gres", "max_parallel", "retries",
+                 "poll_seconds"}},
+      {"cache", {"url", "timeout_seconds"}},
   };
   return all;
 }
@@ -212,6 +215,8 @@ class ManifestParser {
     m_result.store = m_result.dir / ".forge";
     if (const Entry* e = find(top, "store")) m_result.store = path_value(*e);
     if (const Entry* e = find(top, "executor")) m_result.executor = choice(*e, {"local", "slurm"});
+    if (const Entry* e = find(top, "slurm")) parse_slurm(*e);
+    if (const Entry* e = find(top, "cache")) parse_cache(*e);
     return std::move(m_result);
   }
 
@@ -581,6 +586,32 @@ class ManifestParser {
         h.ref = ref;
       }
       if (f.key == "repo") h.repo = path_value(f);
+    }
+  }
+
+  void parse_slurm(const Entry& e) {
+    SlurmSpec& s = m_result.slurm;
+    for (const Entry& f : section_entries(e, "slurm")) {
+      if (f.key == "partition") s.partition = string_value(f);
+      if (f.key == "account") s.account = string_value(f);
+      if (f.key == "time_limit") s.time_limit = string_value(f);
+      if (f.key == "gres") s.gres = string_value(f);
+      if (f.key == "max_parallel") s.max_parallel = std::max(1, non_negative_int(f));
+      if (f.key == "retries") s.retries = non_negative_int(f);
+      if (f.key == "poll_seconds") s.poll_seconds = number(f, Range::kPositive);
+    }
+  }
+
+  void parse_cache(const Entry& e) {
+    CacheSpec& c = m_result.cache;
+    for (const Entry& f : section_entries(e, "cache")) {
+      if (f.key == "url") {
+        c.url = string_value(f);
+        if (!c.url.empty() && c.url.rfind("http://", 0) != 0 && c.url.rfind("https://", 0) != 0)
+          fail(where(f), "'url' must start with http:// or https://, got " + describe(f.value));
+        while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
+      }
+      if (f.key == "timeout_seconds") c.timeout_seconds = number(f, Range::kPositive);
     }
   }
 

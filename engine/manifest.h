@@ -77,6 +77,24 @@ struct HistorySpec {
   std::filesystem::path repo;  // empty = the git repository holding forge.yaml
 };
 
+// Evaluations as Slurm jobs (executor: slurm; rules/slurm_executor.h).
+struct SlurmSpec {
+  std::string partition;   // "" = the cluster's default
+  std::string account;     // "" = none
+  std::string time_limit;  // per job, Slurm's format ("30", "1:00:00"); "" = from the timeouts
+  std::string gres;        // e.g. "gpu:1"; "" = none
+  int max_parallel = 4;    // evaluations at once (the job array's %K)
+  int retries = 2;         // resubmissions of a job Slurm killed, pre-empted or timed out
+  double poll_seconds = 2;
+};
+
+// A shared HTTP cache in front of the store (store/http_cache.h); the
+// FORGE_CACHE_URL environment variable overrides `url`.
+struct CacheSpec {
+  std::string url;               // e.g. http://cache:8080/forge; "" = none
+  double timeout_seconds = 5;    // per request (connect: 1 s); a failure turns it off for the build
+};
+
 struct Manifest {
   std::filesystem::path path;  // forge.yaml (absolute)
   std::filesystem::path dir;   // its folder
@@ -89,6 +107,8 @@ struct Manifest {
   HistorySpec history;
   std::filesystem::path store;  // absolute; default dir/.forge
   std::string executor = "local";
+  SlurmSpec slurm;
+  CacheSpec cache;
 };
 
 // Reads and validates a manifest file. Throws ManifestError (format above), or
