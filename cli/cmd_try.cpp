@@ -5,11 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "cli/session.h"
-#include "rules/capture.h"
-#include "rules/ceiling.h"
-#include "rules/evaluate.h"
-#include "rules/runtime_build.h"
+#include "cli/evaluation.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -54,34 +50,10 @@ TryArgs parse(const Invocation& inv) {
   return a;
 }
 
-CandidateLang lang_of(const fs::path& file) {
-  const std::string ext = file.extension().string();
-  if (ext == ".cu") return CandidateLang::Cuda;
-  if (ext == ".cpp" || ext == ".cc" || ext == ".cxx") return CandidateLang::Cpp;
+CandidateLang lang_of_or_throw(const fs::path& file) {
+  if (auto lang = lang_of(file)) return *lang;
   throw UsageError("'" + file.string() +
                    "' is neither a .cpp (CPU backend) nor a .cu (CUDA backend) candidate");
-}
-
-// The backend a target's tensors live on, as captured.
-bool target_on_cuda(const Target& t) {
-  for (const auto& a : t.args)
-    if (a.is_object() && a.value("device", "").rfind("cuda", 0) == 0) return true;
-  return false;
-}
-
-// The captured target named on the command line; a clear error when its model
-// has not been captured.
-const Target& find_target(BuildContext& ctx, const std::string& name) {
-  std::vector<std::string> missing;
-  for (const auto& [model, summary] : ctx.models)
-    if (summary.value("status", "") != "ok") missing.push_back(model);
-  for (const auto& model : missing)
-    if (name == model || name.rfind(model + "/", 0) == 0)
-      throw Error("model '" + model +
-                  "' is not captured: run `forge build` or `forge capture` first");
-  if (ctx.targets.empty())
-    throw Error("no captured targets: run `forge build` or `forge capture` first");
-  return resolve_target(ctx.targets, name);
 }
 
 std::string us(const json& v) {
@@ -156,19 +128,12 @@ void print_record(const json& r, const Target& t) {
 int cmd_try(const Invocation& inv) {
   TryArgs args = parse(inv);
   const fs::path file = fs::absolute(args.file);
-  const CandidateLang lang = lang_of(file);
+  const CandidateLang lang = lang_of_or_throw(file);
   std::string text;
   if (!read_file(file, &text)) throw Error("cannot read " + file.string());
 
-  // What the last capture found, looked up without running anything.
-  BuildOptions options;
-  options.dry_run = true;
-  auto s = open_session(inv, Access::Write, options);
-  BuildContext& ctx = *s->ctx;
-  if (ctx.toolchain.torch_version.empty())
-    throw Error("torch is not importable by " + ctx.toolchain.python +
-                ": nothing can be evaluated");
-  CaptureRule().apply(ctx);
+  auto s = open_eval_session(inv);
+  BuildContext& ctx = s->ctx();
   const Target target = find_target(ctx, args.target);
   const bool cuda = target_on_cuda(target);
   if (cuda != (lang == CandidateLang::Cuda))
@@ -176,27 +141,15 @@ int cmd_try(const Invocation& inv) {
                      (lang == CandidateLang::Cuda ? "CUDA" : "C++") + " candidate but " +
                      target.id + " was captured on " +
                      (cuda ? "CUDA (write a .cu)" : "the CPU (write a .cpp)"));
-  auto family = find_family(load_families(default_targets_dir()), target.op);
-  if (!family)
+  if (!family_for(*s, target))
     throw Error("no op family under " + default_targets_dir().string() + " covers " + target.op +
                 ": its candidates cannot be verified yet");
 
   // From here on, steps run: the worker build, the compile, the evaluation.
-  ctx.options.dry_run = false;
-  ctx.dry_steps.clear();
-  auto rt = ensure_runtime(ctx, /*with_worker=*/true);
-  if (!rt) {
-    std::string why;
-    for (const auto& n : ctx.notes) why += "\n  " + n;
-    throw Error("the evaluation worker is not available" + why);
-  }
-  auto executor = make_device_executor(ctx, *rt);
-
+  start_evaluating(*s);
   EvalSettings settings;
   settings.timeout_seconds = args.timeout;
-  json record = evaluate_candidates(ctx, *executor, target, *family,
-                                    {{file.filename().string(), text, lang}}, settings)
-                    .front();
+  json record = evaluate_source(*s, target, {file.filename().string(), text, lang}, settings);
   record["file"] = args.file.string();
   record["signature"] = target.signature;
   ctx.builder.progress().finish();

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/cmd_history.h"
+#include "cli/cmd_replay.h"
 #include "cli/cmd_run.h"
 #include "cli/cmd_try.h"
 #include "cli/report.h"
@@ -172,6 +173,12 @@ const std::vector<CommandDef>& commands() {
        cmd_log},
       {"diff", "diff A B", "diff the kernels of two history revisions (forge/kernels~1 ...)",
        cmd_diff},
+      {"replay", "replay [REV [TARGET]] [--timeout S]",
+       "rebuild, re-verify and re-time history's kernels now, beside what was recorded",
+       cmd_replay},
+      {"bisect", "bisect TARGET --slower-than US | --fails-on INPUT",
+       "the first history commit whose kernel is slower than US µs or fails on INPUT",
+       cmd_bisect},
       {"run", "run [--json-report FILE] -- COMMAND...",
        "run a program with the forged kernels loaded; prints forged/fallback calls", cmd_run},
       {"clean", "clean", "remove the store (.forge/); git history stays", cmd_clean},
