@@ -91,6 +91,8 @@ nlohmann::json target_json(const Target& t) {
           {"best_speedup_eager", opt(t.best_speedup_eager)},
           {"best_speedup_compile", opt(t.best_speedup_compile)},
           {"floor_pct", opt(t.floor_pct)},
+          {"compile_us", opt(t.compile_us)},
+          {"compile_mode", t.compile_mode.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.compile_mode)},
           {"best_strategy", t.best_strategy.empty() ? nlohmann::json(nullptr)
                                                     : nlohmann::json(t.best_strategy)},
           {"best_proposer", t.best_proposer.empty() ? nlohmann::json(nullptr)

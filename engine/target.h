@@ -52,6 +52,8 @@ struct Target {
   std::vector<KernelRecord> kernels;  // accepted candidates, in iteration order
   std::map<std::string, int> outcomes;  // iterations by outcome: "ok", "slower", "wrong_result", ...
   std::optional<double> best_speedup_eager, best_speedup_compile, floor_pct;
+  std::optional<double> compile_us;  // torch.compile's median for this op (the better mode)
+  std::string compile_mode;          // "default" | "max-autotune-no-cudagraphs"
   std::string best_strategy;  // "rows_3pass {\"VEC\":8}" of the best accepted kernel
   std::string best_proposer;  // "strategy" | "llm": what produced it
   nlohmann::json llm;         // the model's token/cost ledger for this target; null without one

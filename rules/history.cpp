@@ -40,6 +40,14 @@ std::string verify_line(const json& v) {
          fmt_or_null(v.value("worst_tol", json()), "%.3g");
 }
 
+// torch.compile's median (rules/compile_baseline.h) over this kernel's; null
+// when either is unknown.
+json speedup_compile(const Target& t, const json& bench) {
+  const double us = bench.value("candidate_us", json::object()).value("median", 0.0);
+  if (!t.compile_us || *t.compile_us <= 0 || us <= 0) return nullptr;
+  return *t.compile_us / us;
+}
+
 // Only deterministic content: what the store holds and what was probed, no clock.
 HistoryEntry make_entry(const BuildContext& ctx, const Target& t, const KernelRecord& k,
                         const json& rec, std::string source) {
@@ -57,7 +65,9 @@ HistoryEntry make_entry(const BuildContext& ctx, const Target& t, const KernelRe
       {"signature", t.signature},
       {"kernel", k.file},
       {"speedup_eager", number_or_null(bench, "speedup_eager")},
-      {"speedup_compile", number_or_null(bench, "speedup_compile")},
+      {"speedup_compile", speedup_compile(t, bench)},
+      {"compile_us", t.compile_us ? json(*t.compile_us) : json(nullptr)},
+      {"compile_mode", t.compile_mode.empty() ? json(nullptr) : json(t.compile_mode)},
       {"floor_pct", number_or_null(bench, "floor_pct")},
       {"candidate_us", bench.value("candidate_us", json())},
       {"eager_us", bench.value("eager_us", json())},

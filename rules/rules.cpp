@@ -1,6 +1,7 @@
 #include "rules/rules.h"
 
 #include "rules/capture.h"
+#include "rules/compile_baseline.h"
 #include "rules/history.h"
 #include "rules/package.h"
 #include "rules/search.h"
@@ -12,6 +13,7 @@ std::vector<std::unique_ptr<Rule>> default_rules(bool capture_only) {
   rules.push_back(std::make_unique<CaptureRule>());
   if (!capture_only) {
     rules.push_back(std::make_unique<SearchRule>());
+    rules.push_back(std::make_unique<CompileBaselineRule>());
     rules.push_back(std::make_unique<HistoryRule>());
     rules.push_back(std::make_unique<PackageRule>());
   }

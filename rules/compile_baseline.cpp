@@ -1,0 +1,96 @@
+#include "rules/compile_baseline.h"
+
+#include <unistd.h>
+
+#include "rules/evaluate.h"
+#include "engine/environment.h"
+#include "util/atomic_file.h"
+#include "util/hash.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+json measure(BuildContext& ctx, const Target& t, const fs::path& script) {
+  const auto dot = t.op.find('.');
+  json req = {{"op", t.op.substr(0, dot)},
+              {"overload", dot == std::string::npos ? "" : t.op.substr(dot + 1)},
+              {"args", t.args},
+              {"samples", materialize_samples(ctx, t)},
+              {"bench", bench_settings(ctx, EvalSettings{})},
+              {"modes", {"default", "max-autotune-no-cudagraphs"}}};
+  const fs::path file = ctx.manifest.store / "tmp" /
+                        ("compile-bench-" + std::to_string(::getpid()) + ".json");
+  fs::create_directories(file.parent_path());
+  write_file_atomic(file, req.dump());
+  Command c;
+  c.argv = {ctx.toolchain.python, script.string(), file.string()};
+  c.env["PATH"] = forge_path_env();
+  c.timeout_seconds = 900;  // Inductor's first compile on a small CPU machine takes minutes
+  CommandResult r = ctx.runner.run(c);
+  std::error_code ec;
+  fs::remove(file, ec);
+  if (!r.ok()) {
+    const std::string& log = r.err.empty() ? r.out : r.err;
+    return failed_record("the torch.compile baseline " + r.describe(),
+                         log.size() > 2000 ? log.substr(log.size() - 2000) : log);
+  }
+  // The helper's last line is its JSON (Inductor may print before it).
+  std::string last = r.out;
+  while (!last.empty() && last.back() == '\n') last.pop_back();
+  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+  json out = json::parse(last, nullptr, false);
+  if (!out.is_object()) return failed_record("the torch.compile baseline printed no JSON", r.out);
+  if (!out.value("ok", false)) return failed_record(out.value("error", "torch.compile failed"));
+  out["status"] = "ok";
+  return out;
+}
+
+}  // namespace
+
+void CompileBaselineRule::apply(BuildContext& ctx) {
+  const fs::path script =
+      fs::path(FORGE_SOURCE_DIR) / "runtime" / "compile_bench" / "forge_compile_bench.py";
+  std::string script_text;
+  read_file(script, &script_text);
+  for (auto& t : ctx.targets) {
+    if (t.kernels.empty()) continue;  // the baseline is for comparing a forged kernel
+    StepSpec spec;
+    spec.kind = "compile_baseline";
+    spec.label = t.id;
+    spec.name = "compile_baseline/" + t.id;
+    spec.inputs = {{"op", t.op},
+                   {"signature", t.signature},
+                   {"args", sha256_hex(t.args.dump())},
+                   {"samples", sha256_hex(t.sample_inputs.dump())},
+                   {"bench", bench_settings(ctx, EvalSettings{}).dump()},
+                   {"device", ctx.device.fingerprint()},
+                   {"toolchain", ctx.toolchain.fingerprint()},
+                   {"helper", sha256_hex(script_text)}};
+    spec.cache_failures = true;  // an op Inductor cannot compile stays that way
+    spec.run = [&ctx, &t, script] { return measure(ctx, t, script); };
+    auto outcome = ctx.step(spec, t.model);
+    if (!outcome) continue;
+    const json& rec = outcome->record;
+    if (!record_ok(rec)) {
+      ctx.notes.push_back("torch.compile baseline of " + t.id + ": " + rec.value("reason", ""));
+      continue;
+    }
+    t.compile_us = rec["compile_us"].value("median", 0.0);
+    t.compile_mode = rec.value("best_mode", "");
+    // The best kernel's median from its evaluation record.
+    double best = 0;
+    for (const auto& k : t.kernels) {
+      auto text = ctx.builder.store().get_object(k.evaluation);
+      json ev = text ? json::parse(*text, nullptr, false) : json();
+      if (!ev.is_object()) continue;
+      double us = ev["bench"]["candidate_us"].value("median", 0.0);
+      if (us > 0 && (best == 0 || us < best)) best = us;
+    }
+    if (best > 0 && *t.compile_us > 0) t.best_speedup_compile = *t.compile_us / best;
+  }
+}
+
+}  // namespace forge

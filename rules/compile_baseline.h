@@ -1,0 +1,20 @@
+// The torch.compile baseline of each searched target: Inductor's code for the
+// same op on the same captured inputs, in `default` and
+// `max-autotune-no-cudagraphs` modes, timed by a Python helper
+// (runtime/compile_bench/forge_compile_bench.py) with the worker's method; the
+// better mode is "compile". One cached step per target (op, signature, inputs,
+// device, toolchain, helper). Sets Target::compile_us and, for targets with an
+// accepted kernel, best_speedup_compile = compile median / best kernel median.
+#pragma once
+
+#include "engine/build.h"
+
+namespace forge {
+
+class CompileBaselineRule : public Rule {
+ public:
+  std::string name() const override { return "compile_baseline"; }
+  void apply(BuildContext& ctx) override;
+};
+
+}  // namespace forge

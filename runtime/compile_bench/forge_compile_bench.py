@@ -1,0 +1,156 @@
+"""torch.compile baseline for one target: how fast Inductor's code for the op is.
+
+forge's worker (C++) times candidates against the stock kernel; torch.compile is
+Python-only, so this helper times the same op, on the same captured inputs,
+both eager and compiled in each requested mode, with the worker's method: the
+caches flushed before every timed call, eager and compiled alternating, medians
+and interquartile ranges. Run by forge (rules/compile_baseline.cpp) with the
+target's request in the file named by argv[1], or on stdin (the worker's request shape, docs/WORKER.md: op,
+overload, args, samples, bench); prints one JSON object on stdout:
+
+  {"ok": true, "device": "cuda", "torch": "2.11.0",
+   "eager_us": {"median", "spread", "reps"},
+   "modes": {"default": {"median", "spread", "reps", "compile_seconds"} | {"error"}, ...},
+   "best_mode": "default", "compile_us": {...the best mode's...}}
+
+Exit status 0 with "ok": false and "error" when the op cannot be compiled.
+"""
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+DTYPES = {
+    "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+    "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
+    "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
+}
+
+
+def build_args(req, device):
+    """The op's arguments from the capture's records; tensors from the first sample."""
+    sample = (req.get("samples") or [{}])[0]
+    files = sample.get("inputs", sample) if isinstance(sample, dict) else sample
+    args = []
+    gen = torch.Generator().manual_seed(int(req.get("seed", 1234)))
+    for i, rec in enumerate(req["args"]):
+        t = rec.get("type")
+        if t == "Tensor":
+            dtype = DTYPES[rec["dtype"]]
+            sizes, strides = rec["sizes"], rec["strides"]
+            entry = files[i] if i < len(files) else None
+            n = 1
+            for s in sizes:
+                n *= s
+            if entry and entry.get("file"):
+                raw = open(entry["file"], "rb").read()
+                flat = torch.frombuffer(bytearray(raw), dtype=dtype)[:n].clone()
+            elif dtype.is_floating_point:
+                flat = torch.randn(n, generator=gen).to(dtype)
+            else:
+                flat = torch.randint(0, 16, (n,), generator=gen).to(dtype)
+            x = torch.empty_strided(sizes, strides, dtype=dtype)
+            x.copy_(flat.view(sizes) if n else flat.reshape(sizes))
+            args.append(x.to(device))
+        elif t == "None":
+            args.append(None)
+        elif t == "ScalarType":
+            args.append(DTYPES[rec["value"]])
+        elif t in ("int", "float", "bool", "int[]", "float[]", "bool[]"):
+            args.append(rec["value"])
+        elif t == "list":
+            args.append([r["value"] for r in rec["value"]])
+        else:
+            raise ValueError("argument %d of type %s is not supported" % (i, t))
+    return args
+
+
+class Timer:
+    def __init__(self, device, flush_bytes=256 << 20):
+        self.cuda = device == "cuda"
+        self.flush_buf = torch.empty(flush_bytes // 4, dtype=torch.float32, device=device)
+
+    def time_us(self, fn):
+        self.flush_buf.zero_()  # evicts the inputs from L2 (GPU) / the caches (CPU)
+        if self.cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) * 1e3
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1e6
+
+
+def summary(xs):
+    xs = sorted(xs)
+    q = statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0]] * 3
+    return {"median": statistics.median(xs), "spread": q[2] - q[0], "reps": len(xs)}
+
+
+def main():
+    req = json.load(open(sys.argv[1]) if len(sys.argv) > 1 else sys.stdin)
+    device = "cuda" if any(r.get("type") == "Tensor" and str(r.get("device", "")).startswith("cuda")
+                           for r in req["args"]) else "cpu"
+    bench = req.get("bench", {})
+    if device == "cpu" and bench.get("threads"):
+        torch.set_num_threads(int(bench["threads"]))
+    name = req["op"].split("::")[-1]
+    packet = getattr(torch.ops.aten, name)
+    op = getattr(packet, req.get("overload") or "default")
+    args = build_args(req, device)
+
+    def eager():
+        return op(*args)
+
+    out = {"ok": True, "device": device, "torch": torch.__version__, "modes": {}}
+    timer = Timer(device)
+    warmup, reps = int(bench.get("warmup", 5)), int(bench.get("reps", 30))
+    min_seconds = float(bench.get("min_seconds", 0.2))
+    eager_times = []
+    with torch.no_grad():
+        for mode in req.get("modes", ["default", "max-autotune-no-cudagraphs"]):
+            torch._dynamo.reset()
+            fn = torch.compile(eager, mode=mode, dynamic=False, fullgraph=True)
+            t0 = time.perf_counter()
+            try:
+                fn()
+                if device == "cuda":
+                    torch.cuda.synchronize()
+            except Exception as e:  # an op Inductor cannot compile is a result, not a crash
+                out["modes"][mode] = {"error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])}
+                continue
+            compile_seconds = time.perf_counter() - t0
+            for _ in range(warmup):
+                timer.time_us(eager)
+                timer.time_us(fn)
+            ct = []
+            t_start = time.perf_counter()
+            while len(ct) < reps or time.perf_counter() - t_start < min_seconds:
+                if len(ct) % 2 == 0:
+                    eager_times.append(timer.time_us(eager))
+                    ct.append(timer.time_us(fn))
+                else:
+                    ct.append(timer.time_us(fn))
+                    eager_times.append(timer.time_us(eager))
+                if time.perf_counter() - t_start > float(bench.get("max_seconds", 10)):
+                    break
+            out["modes"][mode] = dict(summary(ct), compile_seconds=compile_seconds)
+    timed = {m: r for m, r in out["modes"].items() if "median" in r}
+    if not timed:
+        out.update(ok=False, error="; ".join("%s: %s" % (m, r["error"]) for m, r in out["modes"].items()))
+    else:
+        best = min(timed, key=lambda m: timed[m]["median"])
+        out["best_mode"] = best
+        out["compile_us"] = timed[best]
+        out["eager_us"] = summary(eager_times)
+    json.dump(out, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
