@@ -171,6 +171,7 @@ llm::Client& SearchRule::model_client(BuildContext& ctx) {
     llm::ClientSettings settings;
     settings.total_timeout = spec.timeout_seconds;
     settings.concurrency = spec.concurrency;
+    settings.cwd = ctx.manifest.dir;
     m_client = llm::make_client(spec, settings, m_transport, ctx.runner);
   }
   return *m_client;

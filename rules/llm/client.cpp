@@ -1,12 +1,16 @@
 // The retrying HTTP client and the command client (rules/llm/client.h).
 #include "rules/llm/client.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <thread>
+
+#include <unistd.h>
 
 #include "util/atomic_file.h"
 
@@ -43,6 +47,7 @@ namespace {
 std::string one_line(std::string s, size_t n = 300) {
   for (auto& c : s)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
   if (s.size() > n) s = s.substr(0, n) + "...";
   return s;
 }
@@ -195,6 +200,7 @@ class CommandClient : public Client {
     Command c;
     c.argv = shell_argv("exec < '" + file.string() + "'\n" + m_spec.command);
     c.timeout_seconds = m_settings.total_timeout;
+    c.cwd = m_settings.cwd;
     c.env["FORGE_LLM_VARIANT"] = std::to_string(request.variant);
     CommandResult r;
     {

@@ -20,6 +20,7 @@
 // or fakes; the clock behind `sleep`, so backoff is tested without waiting.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -107,6 +108,7 @@ struct ClientSettings {
   double backoff = 2;            // seconds before the first retry; doubles each time
   double backoff_cap = 60;       // no wait is longer (Retry-After included)
   int concurrency = 4;           // requests in flight
+  std::filesystem::path cwd;     // where provider: command runs (forge.yaml's folder)
   std::function<void(double)> sleep;  // default: std::this_thread::sleep_for
   std::function<std::optional<std::string>(const std::string&)> getenv;  // default: ::getenv
 };
