@@ -79,7 +79,9 @@ BenchTime time_of(const json& t) {
   return {t.value("median", 0.0), t.value("spread", 0.0)};
 }
 
-bool has_median(const json& t) { return t.is_object() && t["median"].is_number(); }
+bool has_median(const json& t) {
+  return t.is_object() && t["median"].is_number();
+}
 
 // rec[key] when it is an object, else {} (a rejected record's "bench" is null).
 json object_at(const json& rec, const char* key) {
@@ -92,12 +94,16 @@ json object_at(const json& rec, const char* key) {
 json evaluate_kernel(EvalSession& s, const Target* target, const HistoryKernel& k,
                      const EvalSettings& settings, const Target* override_target = nullptr) {
   auto error = [&](const std::string& reason, const std::string& detail) {
-    return json{{"candidate", k.file}, {"target", k.target}, {"verdict", "error"},
-                {"reason", reason},    {"detail", detail}};
+    return json{{"candidate", k.file},
+                {"target", k.target},
+                {"verdict", "error"},
+                {"reason", reason},
+                {"detail", detail}};
   };
   if (!target)
-    return error("not_captured", "the target is not in `forge status` (not captured, or no "
-                                 "longer selected by forge.yaml)");
+    return error("not_captured",
+                 "the target is not in `forge status` (not captured, or no "
+                 "longer selected by forge.yaml)");
   auto lang = lang_of(k.file);
   if (!lang) return error("unknown_language", k.file + " is neither .cpp nor .cu");
   if (target_on_cuda(*target) != (*lang == CandidateLang::Cuda))
@@ -106,8 +112,8 @@ json evaluate_kernel(EvalSession& s, const Target* target, const HistoryKernel& 
                                       ", the kernel is for the other backend");
   if (!family_for(s, *target)) return error("no_family", "no op family covers " + target->op);
   start_evaluating(s);
-  return evaluate_source(s, override_target ? *override_target : *target,
-                         {k.file, k.source, *lang}, settings);
+  return evaluate_source(s, override_target ? *override_target : *target, {k.file, k.source, *lang},
+                         settings);
 }
 
 // One row of the replay table: recorded beside now.
@@ -120,23 +126,24 @@ json replay_row(const HistoryKernel& k, const json& rec) {
   if (has_median(recorded_us) && has_median(now_us))
     changed = timing_changed(time_of(recorded_us), time_of(now_us));
   const std::string verdict = rec.value("verdict", "");
-  return {{"target", k.target},
-          {"kernel", k.file},
-          {"status", verdict == "accepted"   ? "verified"
-                     : verdict == "rejected" ? "rejected"
-                     : rec.value("reason", "") == "not_captured" ? "not_captured"
-                                                                 : "error"},
-          {"recorded",
-           {{"candidate_us", recorded_us}, {"speedup_eager", result.value("speedup_eager", json())}}},
-          {"now",
-           {{"verdict", verdict},
-            {"reason", rec.value("reason", "")},
-            {"detail", rec.value("detail", "")},
-            {"candidate_us", now_us},
-            {"eager_us", rec_bench.value("eager_us", json())},
-            {"speedup_eager", rec_bench.value("speedup_eager", json())},
-            {"cached", record_cached(rec)}}},
-          {"changed", changed}};
+  return {
+      {"target", k.target},
+      {"kernel", k.file},
+      {"status", verdict == "accepted"                       ? "verified"
+                 : verdict == "rejected"                     ? "rejected"
+                 : rec.value("reason", "") == "not_captured" ? "not_captured"
+                                                             : "error"},
+      {"recorded",
+       {{"candidate_us", recorded_us}, {"speedup_eager", result.value("speedup_eager", json())}}},
+      {"now",
+       {{"verdict", verdict},
+        {"reason", rec.value("reason", "")},
+        {"detail", rec.value("detail", "")},
+        {"candidate_us", now_us},
+        {"eager_us", rec_bench.value("eager_us", json())},
+        {"speedup_eager", rec_bench.value("speedup_eager", json())},
+        {"cached", record_cached(rec)}}},
+      {"changed", changed}};
 }
 
 std::string fmt(const char* pattern, const json& v) {
@@ -154,8 +161,9 @@ std::string us_text(const json& t) {
 void print_replay(const HistoryCommit& at, const std::string& rev, const json& rows) {
   std::printf("replay %s (%s %s)\n", rev.c_str(), at.commit.substr(0, 7).c_str(),
               at.subject.c_str());
-  std::printf("%-36s %14s %14s %7s %7s  %-28s %-7s %s\n", "target", "recorded µs", "now µs",
-              "rec×", "now×", "verdict now", "changed", "cached");
+  // µ, ± and × are two bytes each: one more byte of width keeps the columns aligned.
+  std::printf("%-36s %15s %15s %8s %8s  %-28s %-7s %s\n", "target", "recorded µs", "now µs", "rec×",
+              "now×", "verdict now", "changed", "cached");
   for (const auto& r : rows) {
     const json& now = r["now"];
     std::string verdict = now.value("verdict", "");
@@ -163,7 +171,7 @@ void print_replay(const HistoryCommit& at, const std::string& rev, const json& r
     verdict += " (" + now.value("reason", "") + ")";
     const json& changed = r["changed"];
     const json& cached = now["cached"];
-    std::printf("%-36s %14s %14s %7s %7s  %-28s %-7s %s\n", r.value("target", "").c_str(),
+    std::printf("%-36s %15s %15s %7s %7s  %-28s %-7s %s\n", r.value("target", "").c_str(),
                 us_text(r["recorded"]["candidate_us"]).c_str(),
                 us_text(now["candidate_us"]).c_str(),
                 fmt("%.2f", r["recorded"]["speedup_eager"]).c_str(),
@@ -199,8 +207,8 @@ Target with_input(EvalSession& s, const Target& t, const fs::path& file) {
     for (const auto& d : a["sizes"]) numel *= d.get<size_t>();
     if (bytes.size() != numel * size->second)
       throw UsageError(file.string() + " has " + std::to_string(bytes.size()) +
-                       " bytes; argument " + a.value("name", std::to_string(arg)) + " of " +
-                       t.id + " (" + a.value("dtype", "") + " " + a["sizes"].dump() + ") needs " +
+                       " bytes; argument " + a.value("name", std::to_string(arg)) + " of " + t.id +
+                       " (" + a.value("dtype", "") + " " + a["sizes"].dump() + ") needs " +
                        std::to_string(numel * size->second));
   }
   json entries = json::array();
@@ -246,8 +254,11 @@ int cmd_replay(const Invocation& inv) {
   }
   s->ctx().builder.progress().finish();
   if (inv.json)
-    std::cout << json{{"rev", rev}, {"commit", at.commit}, {"subject", at.subject},
-                      {"kernels", rows}, {"ok", all_verified}}
+    std::cout << json{{"rev", rev},
+                      {"commit", at.commit},
+                      {"subject", at.subject},
+                      {"kernels", rows},
+                      {"ok", all_verified}}
                      .dump(2)
               << "\n";
   else
@@ -330,8 +341,11 @@ int cmd_bisect(const Invocation& inv) {
   if (inv.json) {
     json f = found ? json{{"commit", commits[first].commit}, {"subject", commits[first].subject}}
                    : json(nullptr);
-    std::cout << json{{"target", target.id}, {"predicate", predicate},
-                      {"commits", commits.size()}, {"tested", tested}, {"found", f}}
+    std::cout << json{{"target", target.id},
+                      {"predicate", predicate},
+                      {"commits", commits.size()},
+                      {"tested", tested},
+                      {"found", f}}
                      .dump(2)
               << "\n";
   } else if (found) {

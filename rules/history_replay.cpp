@@ -177,13 +177,14 @@ std::vector<HistoryCommit> commits_changing(const fs::path& path, const std::str
     std::optional<git_oid> now = entry_oid(tree.get(), folder), before;
     if (git_commit_parentcount(c.get()) > 0) {
       git_commit* p_raw = nullptr;
-      git::check(git_commit_parent(&p_raw, c.get(), 0), "cannot read the parent of " + git::hex(oid));
+      git::check(git_commit_parent(&p_raw, c.get(), 0),
+                 "cannot read the parent of " + git::hex(oid));
       git::Commit parent(p_raw);
       git::Tree ptree = tree_of(parent.get());
       before = entry_oid(ptree.get(), folder);
     }
-    const bool same = now.has_value() == before.has_value() &&
-                      (!now || git_oid_equal(&*now, &*before));
+    const bool same =
+        now.has_value() == before.has_value() && (!now || git_oid_equal(&*now, &*before));
     if (!same && now) out.push_back(describe(c.get()));
   }
   std::reverse(out.begin(), out.end());
@@ -191,8 +192,8 @@ std::vector<HistoryCommit> commits_changing(const fs::path& path, const std::str
 }
 
 bool timing_changed(const BenchTime& recorded, const BenchTime& now) {
-  const double gap = recorded.median > now.median ? recorded.median - now.median
-                                                  : now.median - recorded.median;
+  const double gap =
+      recorded.median > now.median ? recorded.median - now.median : now.median - recorded.median;
   return gap > recorded.spread + now.spread;
 }
 
@@ -212,8 +213,7 @@ bool rejected_on_case(const json& rec, const std::string& name) {
   if (!rec.is_object() || rec.value("verdict", "") != "rejected") return false;
   const std::string detail = rec.value("detail", "");
   const std::string needle = "on case " + name;
-  for (size_t at = detail.find(needle); at != std::string::npos;
-       at = detail.find(needle, at + 1)) {
+  for (size_t at = detail.find(needle); at != std::string::npos; at = detail.find(needle, at + 1)) {
     const size_t end = at + needle.size();
     if (end == detail.size() || detail[end] == ':' || detail[end] == ' ' || detail[end] == ',')
       return true;

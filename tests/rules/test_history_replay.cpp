@@ -56,9 +56,9 @@ HistoryEntry entry(const std::string& target, const std::string& file, const std
 
 bool have_torch() {
   const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
-  return std::system(("'" + (repo / ".venv/bin/python").string() +
-                      "' -c 'import torch' >/dev/null 2>&1")
-                         .c_str()) == 0;
+  return std::system(
+             ("'" + (repo / ".venv/bin/python").string() + "' -c 'import torch' >/dev/null 2>&1")
+                 .c_str()) == 0;
 }
 
 }  // namespace
@@ -88,8 +88,9 @@ TEST_CASE("timings change only beyond both spreads") {
 TEST_CASE("rejected_on_case matches the case the worker names, whole") {
   json rec = {{"verdict", "rejected"},
               {"reason", "wrong_result"},
-              {"detail", "max abs err 1 (rel 0.5) at index [0,0,0] on case sample 1: got 3, "
-                         "expected 2 (atol 1e-05, rtol 1e-05)"}};
+              {"detail",
+               "max abs err 1 (rel 0.5) at index [0,0,0] on case sample 1: got 3, "
+               "expected 2 (atol 1e-05, rtol 1e-05)"}};
   CHECK(rejected_on_case(rec, "sample 1"));
   CHECK_FALSE(rejected_on_case(rec, "sample 0"));
   rec["detail"] = "the candidate wrote outside output 0 (byte offset 4) on case sample 10";
@@ -190,19 +191,20 @@ TEST_CASE("forge replay and forge bisect on a real build") {
   REQUIRE(bad.find(entry_line) != std::string::npos);
   bad.replace(bad.find(entry_line), entry_line.size(),
               "static int correct_kernel(const forge_call* call) {");
-  bad += "\nextern \"C\" int forge_kernel(const forge_call* call) {\n"
-         "  int rc = correct_kernel(call);\n"
-         "  if (rc == 0) static_cast<float*>(call->outputs[0].data)[0] += 1.0f;\n"
-         "  return rc;\n}\n";
-  HistoryResult h = commit_history(dir.path(), kRef,
-                                   {entry(target, "hand-good.cpp", good, 1.0),
-                                    entry(target, "hand-bad.cpp", bad, 0.5)},
-                                   kAuthor);
+  bad +=
+      "\nextern \"C\" int forge_kernel(const forge_call* call) {\n"
+      "  int rc = correct_kernel(call);\n"
+      "  if (rc == 0) static_cast<float*>(call->outputs[0].data)[0] += 1.0f;\n"
+      "  return rc;\n}\n";
+  HistoryResult h = commit_history(
+      dir.path(), kRef,
+      {entry(target, "hand-good.cpp", good, 1.0), entry(target, "hand-bad.cpp", bad, 0.5)},
+      kAuthor);
   REQUIRE(h.commits_added == 2);
   const std::string bad_sha = h.tip;
 
-  auto fails = test::run_forge("bisect " + target.substr(0, 20) + " --fails-on 'sample 0'",
-                               dir.path());
+  auto fails =
+      test::run_forge("bisect " + target.substr(0, 20) + " --fails-on 'sample 0'", dir.path());
   INFO(fails.out << fails.err);
   CHECK(fails.exit_code == 0);
   CHECK(fails.out.find("first commit rejected on case 'sample 0': " + bad_sha) !=
