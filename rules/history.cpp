@@ -52,7 +52,7 @@ json speedup_compile(const Target& t, const json& bench) {
 HistoryEntry make_entry(const BuildContext& ctx, const Target& t, const KernelRecord& k,
                         const json& rec, std::string source) {
   const json bench = rec.value("bench", json::object());
-  const std::string proposer = "strategy:" + k.strategy + " " + k.params.dump();
+  const std::string proposer = k.proposer + ":" + k.strategy + " " + k.params.dump();
   const Toolchain& tc = ctx.toolchain;
   HistoryEntry e;
   e.target = t.id;
