@@ -8,6 +8,7 @@
 #include "cli/cmd_history.h"
 #include "cli/cmd_replay.h"
 #include "cli/cmd_run.h"
+#include "cli/cmd_serve.h"
 #include "cli/cmd_try.h"
 #include "cli/report.h"
 #include "cli/session.h"
@@ -181,6 +182,8 @@ const std::vector<CommandDef>& commands() {
        cmd_bisect},
       {"run", "run [--json-report FILE] -- COMMAND...",
        "run a program with the forged kernels loaded; prints forged/fallback calls", cmd_run},
+      {"serve", "serve [--port N] [--bind ADDR]",
+       "a live browser view of builds, search trees, kernels and failures", cmd_serve},
       {"clean", "clean", "remove the store (.forge/); git history stays", cmd_clean},
       {"version", "version", "print forge's version", cmd_version},
   };
