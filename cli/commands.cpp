@@ -49,6 +49,10 @@ int cmd_build(const Invocation& inv) {
       } catch (const std::exception&) {
         throw UsageError("--budget needs a non-negative integer, got '" + v + "'");
       }
+    } else if (a == "--executor" && i + 1 < inv.args.size()) {
+      options.executor = inv.args[++i];
+      if (*options.executor != "local" && *options.executor != "slurm")
+        throw UsageError("--executor must be local or slurm, got '" + *options.executor + "'");
     } else {
       throw UsageError("unexpected argument '" + a + "' for 'build'");
     }
@@ -162,7 +166,7 @@ int cmd_version(const Invocation& inv) {
 
 const std::vector<CommandDef>& commands() {
   static const std::vector<CommandDef> table = {
-      {"build", "build [--budget N]", "capture, search, package: everything out of date",
+      {"build", "build [--budget N] [--executor local|slurm]", "capture, search, package: everything out of date",
        cmd_build},
       {"capture", "capture", "run each model's command and record its ATen ops", cmd_capture},
       {"status", "status", "targets ranked by time share, with what is built", cmd_status},

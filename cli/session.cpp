@@ -1,5 +1,8 @@
 #include "cli/session.h"
 
+#include <cstdlib>
+
+#include "store/http_cache.h"
 #include "util/error.h"
 
 namespace forge::cli {
@@ -13,6 +16,13 @@ std::unique_ptr<Session> open_session(const Invocation& inv, Access access,
   Progress* progress = s->progress.get();
   s->store = store::open_local_store(s->manifest.store,
                                      [progress](const std::string& m) { progress->warn(m); });
+  // A shared cache in front of it: FORGE_CACHE_URL, else forge.yaml's cache.url.
+  const char* env_url = std::getenv("FORGE_CACHE_URL");
+  store::HttpCacheOptions cache{env_url ? env_url : s->manifest.cache.url,
+                                s->manifest.cache.timeout_seconds};
+  if (!cache.url.empty())
+    s->store = store::make_http_cached_store(
+        std::move(s->store), cache, [progress](const std::string& m) { progress->warn(m); });
   if (access == Access::Write)
     s->lock.emplace(s->manifest.store,
                     [progress](const std::string& m) { progress->warn(m); });

@@ -20,6 +20,7 @@ namespace forge {
 struct BuildOptions {
   bool dry_run = false;        // look up, never run (status, explain)
   std::optional<int> budget;   // --budget N overrides budget.iterations
+  std::optional<std::string> executor;  // --executor local|slurm overrides forge.yaml's
 };
 
 struct StepRecord {

@@ -37,9 +37,10 @@ class BlobServer {
     });
     m_port = m_server.bind_to_any_port("127.0.0.1");
     m_thread = std::thread([this] { m_server.listen_after_bind(); });
-    m_server.wait_until_ready();
+    // bind_to_any_port() already listens: connections queue until the loop runs.
   }
   ~BlobServer() {
+    while (!m_server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     m_server.stop();
     m_thread.join();
   }
@@ -115,9 +116,7 @@ TEST_CASE("a cache that is down costs one bounded wait, then is off for the buil
   test::TempDir dir;
   std::vector<std::string> warnings;
   auto warn = [&](const std::string& m) { warnings.push_back(m); };
-  // A port nothing listens on (the server is gone by the time we ask).
-  std::string url;
-  { BlobServer gone; url = gone.url(); }
+  const std::string url = "http://127.0.0.1:1/forge";  // nothing listens on port 1
   auto s = make_http_cached_store(open_local_store(dir / "s", warn), {url, 2}, warn);
   const auto start = std::chrono::steady_clock::now();
   const std::string d = s->put_object("x");
@@ -140,7 +139,6 @@ TEST_CASE("a slow cache times out within timeout_seconds and is turned off") {
   });
   int port = slow.bind_to_any_port("127.0.0.1");
   std::thread t([&] { slow.listen_after_bind(); });
-  slow.wait_until_ready();
   test::TempDir dir;
   std::vector<std::string> warnings;
   auto warn = [&](const std::string& m) { warnings.push_back(m); };
@@ -153,6 +151,7 @@ TEST_CASE("a slow cache times out within timeout_seconds and is turned off") {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(seconds < 1.5);
   CHECK(s->stats().down);
+  while (!slow.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   slow.stop();
   t.join();
 }
