@@ -93,6 +93,7 @@ nlohmann::json target_json(const Target& t) {
           {"floor_pct", opt(t.floor_pct)},
           {"compile_us", opt(t.compile_us)},
           {"compile_mode", t.compile_mode.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.compile_mode)},
+          {"under_compile", t.under_compile.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.under_compile)},
           {"best_strategy", t.best_strategy.empty() ? nlohmann::json(nullptr)
                                                     : nlohmann::json(t.best_strategy)},
           {"best_proposer", t.best_proposer.empty() ? nlohmann::json(nullptr)

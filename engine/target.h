@@ -54,6 +54,9 @@ struct Target {
   std::optional<double> best_speedup_eager, best_speedup_compile, floor_pct;
   std::optional<double> compile_us;  // torch.compile's median for this op (the better mode)
   std::string compile_mode;          // "default" | "max-autotune-no-cudagraphs"
+  // Which kernel compiled graphs call for this op ("forge" when the shipped
+  // kernel beat Inductor's by more than both spreads, else "inductor"); "" unknown.
+  std::string under_compile;
   std::string best_strategy;  // "rows_3pass {\"VEC\":8}" of the best accepted kernel
   std::string best_proposer;  // "strategy" | "llm": what produced it
   nlohmann::json llm;         // the model's token/cost ledger for this target; null without one

@@ -28,6 +28,10 @@ json measure(BuildContext& ctx, const Target& t, const fs::path& script) {
   Command c;
   c.argv = {ctx.toolchain.python, script.string(), file.string()};
   c.env["PATH"] = forge_path_env();
+  // Inductor's CPU code runs OpenMP regions sized by OMP_NUM_THREADS, not by
+  // torch.set_num_threads: pin it like the stock kernel (bench_settings).
+  const json bench = req["bench"];
+  if (bench.contains("threads")) c.env["OMP_NUM_THREADS"] = std::to_string(bench["threads"].get<int>());
   c.timeout_seconds = 900;  // Inductor's first compile on a small CPU machine takes minutes
   CommandResult r = ctx.runner.run(c);
   std::error_code ec;
@@ -80,16 +84,22 @@ void CompileBaselineRule::apply(BuildContext& ctx) {
     }
     t.compile_us = rec["compile_us"].value("median", 0.0);
     t.compile_mode = rec.value("best_mode", "");
-    // The best kernel's median from its evaluation record.
-    double best = 0;
+    const double compile_spread = rec["compile_us"].value("spread", 0.0);
+    // The best kernel's median and spread from its evaluation record.
+    double best = 0, best_spread = 0;
     for (const auto& k : t.kernels) {
       auto text = ctx.builder.store().get_object(k.evaluation);
       json ev = text ? json::parse(*text, nullptr, false) : json();
       if (!ev.is_object()) continue;
-      double us = ev["bench"]["candidate_us"].value("median", 0.0);
-      if (us > 0 && (best == 0 || us < best)) best = us;
+      const json& c = ev["bench"]["candidate_us"];
+      double us = c.value("median", 0.0);
+      if (us > 0 && (best == 0 || us < best)) best = us, best_spread = c.value("spread", 0.0);
     }
-    if (best > 0 && *t.compile_us > 0) t.best_speedup_compile = *t.compile_us / best;
+    if (best > 0 && *t.compile_us > 0) {
+      t.best_speedup_compile = *t.compile_us / best;
+      // The worker's rule for "faster" (docs/WORKER.md), against Inductor.
+      t.under_compile = *t.compile_us - best > compile_spread + best_spread ? "forge" : "inductor";
+    }
   }
 }
 

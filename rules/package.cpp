@@ -77,7 +77,11 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
           {"kernel", "kernels/" + so + ".so"},
           {"strategy", k->strategy + " " + k->params.dump()},
           {"iteration", k->iteration},
-          {"speedup_eager", rec["bench"].value("speedup_eager", 0.0)}};
+          {"speedup_eager", rec["bench"].value("speedup_eager", 0.0)},
+          {"speedup_compile", t.best_speedup_compile ? json(*t.best_speedup_compile) : json(nullptr)},
+          // Compiled graphs call the forged kernel only where it beat Inductor
+          // (runtime/autoload/forge_autoload/compile.py reads this).
+          {"under_compile", t.under_compile.empty() ? "inductor" : t.under_compile}};
 }
 
 // Replaces `dir` by `staged` so a reader never sees half a package.
@@ -230,7 +234,9 @@ void PackageRule::apply(BuildContext& ctx) {
                     {"torch", ctx.toolchain.torch_version},
                     {"entries", entries}};
   Hasher h;
-  h.add("package", pkg.dump()).add("lib", rt->worker_digest);
+  std::string compile_py;
+  read_file(fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload" / "forge_autoload" / "compile.py", &compile_py);
+  h.add("package", pkg.dump()).add("lib", rt->worker_digest).add("compile_py", compile_py);
   const std::string digest = h.hex();
   // An unchanged package is left in place (a running `forge run` keeps its files).
   std::string current;
@@ -238,6 +244,9 @@ void PackageRule::apply(BuildContext& ctx) {
     fs::remove_all(staged, ec);
   } else {
     fs::copy_file(rt->package_lib, staged / "libforge.so", fs::copy_options::overwrite_existing);
+    // For programs that load the library themselves: `import forge_compile` (docs/PACKAGE.md).
+    fs::copy_file(fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload" / "forge_autoload" / "compile.py",
+                  staged / "forge_compile.py", fs::copy_options::overwrite_existing);
     write_file_atomic(staged / "package.json", pkg.dump(2) + "\n");
     write_file_atomic(staged / "digest", digest);
     swap_in(staged, dir);

@@ -59,6 +59,30 @@ check(F.layer_norm(xg, (64,), w, b, 1e-5).detach(), xg.detach())  # needs grad: 
 print("probe ok")
 )";
 
+// A compiled model: Inductor must call the forged kernel for the forged
+// signature (policy forced, since which is faster depends on the machine),
+// keep its own code for another shape, add no graph break and no recompile.
+const char* kCompiled = R"(import sys, torch, torch.nn as nn, torch.nn.functional as F
+torch.manual_seed(2)
+torch._dynamo.config.error_on_recompile = True
+ln = nn.LayerNorm(64)
+def fn(t):
+    return torch.relu(ln(t)) * 2
+f = torch.compile(fn)
+x = torch.randn(4, 128, 64)
+with torch.no_grad():
+    for _ in range(3):
+        y = f(x)
+    ref = torch.relu(F.layer_norm(x.double(), (64,), ln.weight.double(), ln.bias.double())) * 2
+    if (y.double() - ref).abs().max().item() > 1e-4:
+        print("MISMATCH"); sys.exit(1)
+    g = torch.compile(lambda t: F.layer_norm(t, (32,)))
+    g(torch.randn(4, 128, 32))
+    if torch._dynamo.explain(fn)(x).graph_break_count != 0:
+        print("GRAPH BREAK"); sys.exit(1)
+print("compiled ok")
+)";
+
 }  // namespace
 
 TEST_CASE("forge run: forged inside the signature family, stock outside, exit code passed on") {
@@ -108,6 +132,27 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   for (const auto& f : rep["fallback"]) stock_calls += f["calls"].get<long>();
   // bf16, 32-wide, transposed, needs grad, and the 7 float64 references.
   CHECK(stock_calls == 4 + 7);
+
+  // Under torch.compile the decision is recorded per target ...
+  CHECK(r["targets"][0]["under_compile"].is_string());
+  CHECK(r["targets"][0]["compile_us"].get<double>() > 0);
+  // ... and, forced to forge, compiled graphs reach the forged kernel: 3 calls,
+  // plus 1 from explain(), which runs fn's ops eagerly (eager calls always do).
+  test::write_text(dir / "compiled.py", kCompiled);
+  auto compiled = test::run_forge(
+      "run --json-report compiled.json -- env FORGE_COMPILE_POLICY=forge python compiled.py", dir.path());
+  INFO(compiled.out << compiled.err);
+  CHECK(compiled.exit_code == 0);
+  CHECK(compiled.out.find("compiled ok") != std::string::npos);
+  json crep = json::parse(test::read_text(dir / "compiled.json"));
+  REQUIRE(crep["entries"].size() == 1);
+  CHECK(crep["entries"][0]["forged"] == 3 + 1);
+  // Forced to Inductor, only the eager one.
+  auto inductor = test::run_forge(
+      "run --json-report inductor.json -- env FORGE_COMPILE_POLICY=inductor python compiled.py",
+      dir.path());
+  CHECK(inductor.exit_code == 0);
+  CHECK(json::parse(test::read_text(dir / "inductor.json"))["entries"][0]["forged"] == 1);
 
   auto code = test::run_forge("run -- python -c 'import sys; sys.exit(3)'", dir.path());
   CHECK(code.exit_code == 3);

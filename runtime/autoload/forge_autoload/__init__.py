@@ -72,6 +72,16 @@ def load():
                 _warn("cannot load %s: %s" % (path, msg))
         if not _loaded:
             return
+        # A forge package (libforge.so beside package.json): compiled graphs too.
+        for path in _loaded:
+            pkg = os.path.join(os.path.dirname(path), "package.json")
+            if os.path.basename(path) == "libforge.so" and os.path.exists(pkg):
+                try:
+                    from forge_autoload.compile import install_on_first_compile
+
+                    install_on_first_compile(pkg)
+                except Exception as e:
+                    _warn("torch.compile integration not installed: %s" % (e,))
         try:
             capture = hasattr(torch.ops.forge_capture, "flush")
         except Exception:

@@ -1,0 +1,173 @@
+"""torch.compile integration of libforge.so (docs/PACKAGE.md, "Under torch.compile").
+
+Inductor decomposes ops such as native_layer_norm into primitives and generates
+its own kernels, so compiled graphs never reach the ATen overrides. For each
+package entry whose kernel forge measured faster than Inductor's code for the
+same op and signature ("under_compile": "forge" in package.json), this installs
+a decomposition in Inductor's table that, for calls inside the entry's
+signature family, emits an opaque custom op forge::<op> instead. Inductor keeps
+such an op as an external call; at run time it calls the ATen op, which the
+dispatcher sends to libforge.so's guarded kernel. Every other call (other
+signatures, ops where Inductor was faster, calls needing grad) keeps Inductor's
+own decomposition, so its fusion stays everywhere else.
+
+forge run installs this on the first torch.compile call. Without forge run:
+
+    torch.ops.load_library(".forge/package/libforge.so")
+    sys.path.insert(0, ".forge/package"); import forge_compile; forge_compile.install()
+
+FORGE_COMPILE_POLICY=forge|inductor overrides the measured choice (for
+comparisons); the default, "measured", follows package.json.
+"""
+import json
+import os
+
+_libraries = []  # torch.library.Library objects must stay alive
+_installed = set()
+
+
+def _dtype(name):
+    import torch
+
+    return getattr(torch, name, None)
+
+
+def _matches(entry, args):
+    """The Python mirror of the package guard (runtime/package/override.cpp)."""
+    import torch
+
+    recs = entry["args"]
+    if len(args) < len(recs):
+        return False
+    vary = {(v["arg"], v["dim"]): k for k, v in enumerate(entry.get("vary", []))}
+    extent = [None] * len(entry.get("vary", []))
+    pins = {p["arg"]: p["vary"] for p in entry.get("pins", [])}
+    for i, rec in enumerate(recs):
+        a, t = args[i], rec.get("type")
+        if t == "Tensor":
+            if not isinstance(a, torch.Tensor) or a.dtype != _dtype(rec["dtype"]):
+                return False
+            if a.device.type != rec["device"].split(":")[0] or a.dim() != len(rec["sizes"]):
+                return False
+            if torch.is_grad_enabled() and a.requires_grad:
+                return False
+            for d, size in enumerate(rec["sizes"]):
+                if (i, d) in vary:
+                    extent[vary[(i, d)]] = a.shape[d]
+                elif a.shape[d] != size:
+                    return False
+            if entry.get("contiguous", True):
+                if not a.is_contiguous():
+                    return False
+            elif list(a.stride()) != rec["strides"]:
+                return False
+        elif t == "None":
+            if a is not None:
+                return False
+        elif i in pins:
+            if extent[pins[i]] is None or a != extent[pins[i]]:
+                return False
+        elif t in ("int", "float", "bool"):
+            if a != rec["value"]:
+                return False
+        elif t == "int[]":
+            if list(a) != rec["value"]:
+                return False
+        else:
+            return False
+    return True
+
+
+def _install_op(op, overload, entries):
+    import torch
+    from torch._inductor import decomposition as idecomp
+
+    name = op.split("::")[-1]
+    aten_op = getattr(getattr(torch.ops.aten, name), overload)
+    fname = name if overload == "default" else "%s_%s" % (name, overload)
+    schema = str(aten_op._schema)
+    lib = torch.library.Library("forge", "FRAGMENT")
+    lib.define(fname + schema[schema.index("("):])
+    # The forge op calls the ATen op eagerly: the dispatcher takes it to the override.
+    lib.impl(fname, lambda *args: aten_op(*args), "CompositeExplicitAutograd")
+    torch.library.register_fake("forge::" + fname, lambda *args: aten_op(*args), lib=lib)
+    _libraries.append(lib)
+    forge_op = getattr(getattr(torch.ops.forge, fname), "default")
+    original = idecomp.decompositions.get(aten_op)
+
+    def decompose(*args, **kwargs):
+        if not kwargs and any(_matches(e, args) for e in entries):
+            return forge_op(*args)
+        if original is not None:
+            return original(*args, **kwargs)
+        return NotImplemented
+
+    idecomp.decompositions[aten_op] = decompose
+
+
+def install(package_json=None, policy=None):
+    """Routes compiled graphs to the forged kernels that beat Inductor. Idempotent."""
+    package_json = package_json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "package.json")
+    policy = policy or os.environ.get("FORGE_COMPILE_POLICY", "measured")
+    if package_json in _installed:
+        return []
+    _installed.add(package_json)
+    with open(package_json) as f:
+        pkg = json.load(f)
+    by_op = {}
+    for e in pkg.get("entries", []):
+        use = e.get("under_compile", "inductor") if policy == "measured" else policy
+        if use == "forge":
+            by_op.setdefault((e["op"], e.get("overload") or "default"), []).append(e)
+    for (op, overload), entries in sorted(by_op.items()):
+        _install_op(op, overload, entries)
+    _key_inductor_cache(json.dumps([policy, sorted(by_op.items())], sort_keys=True))
+    return sorted("%s.%s" % k for k in by_op)
+
+
+def _key_inductor_cache(choice):
+    """Inductor's on-disk FX graph cache does not hash the decomposition table,
+    so a graph compiled with other choices (or without forge) would be reused.
+    A no-op post-grad pass whose uuid() names the choices enters the cache key."""
+    import hashlib
+
+    import torch
+    from torch._inductor import config
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    class ForgeChoices(CustomGraphPass):
+        def __init__(self, digest):
+            self.digest = digest
+
+        def __call__(self, graph):
+            pass
+
+        def uuid(self):
+            return "forge-" + self.digest
+
+    if config.post_grad_custom_post_pass is None:
+        config.post_grad_custom_post_pass = ForgeChoices(hashlib.sha256(choice.encode()).hexdigest())
+    else:  # the user's own pass is there: no cache rather than a wrong hit
+        config.fx_graph_cache = False
+
+
+def install_on_first_compile(package_json):
+    """Wraps torch.compile so that install() runs before the first compilation
+    (importing Inductor while `import torch` is still running would be slow and fragile)."""
+    import functools
+
+    import torch
+
+    original = torch.compile
+
+    @functools.wraps(original)
+    def compile(*args, **kwargs):
+        try:
+            install(package_json)
+        except Exception as e:
+            import sys
+
+            sys.stderr.write("forge: warning: torch.compile integration failed: %s\n" % (e,))
+        return original(*args, **kwargs)
+
+    torch.compile = compile
