@@ -151,6 +151,7 @@ done
 port=${FORGE_TEST_CACHE_PORT:-18080}
 cat >"$dir/etc/nginx.conf" <<EOF
 daemon on;
+user root root;
 pid $dir/run/nginx.pid;
 error_log $dir/log/nginx-error.log;
 worker_processes 1;
