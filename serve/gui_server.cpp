@@ -143,7 +143,10 @@ GuiServer::GuiServer(GuiApi& api, StoreWatch& watch, ServeOptions options,
   routes();
 }
 
-GuiServer::~GuiServer() { stop(); }
+GuiServer::~GuiServer() {
+  stop();
+  if (m_poller.joinable()) m_poller.join();
+}
 
 bool GuiServer::authorized(const std::string& host, const std::string& query_token,
                            const std::string& cookie) const {
@@ -281,15 +284,16 @@ void GuiServer::poll_loop() {
 
 void GuiServer::run() {
   m_poller = std::thread([this] { poll_loop(); });
-  m_server->listen_after_bind();
+  if (!m_stopping) m_server->listen_after_bind();
   stop();
+  m_poller.join();
 }
 
+// Only signals: run() joins the poller on its own thread.
 void GuiServer::stop() {
   m_stopping = true;
   m_events.close();
-  if (m_server) m_server->stop();
-  if (m_poller.joinable() && m_poller.get_id() != std::this_thread::get_id()) m_poller.join();
+  m_server->stop();
 }
 
 }  // namespace forge::serve

@@ -81,9 +81,9 @@ class GuiServer {
 
   // Binds; returns the port (throws forge::Error when it cannot).
   int bind();
-  // Serves until stop(): the poll thread and the listener.
+  // Serves until stop(): the poll thread and the listener; joins both.
   void run();
-  void stop();
+  void stop();  // from any thread (a signal waiter, a test); returns at once
   EventHub& events() { return m_events; }
 
  private:
