@@ -72,7 +72,7 @@ class SearchEvaluator : public mcts::Evaluator {
     std::string name = s->name;
     for (const auto& [k, v] : req.action.params.items()) name += "-" + k + v.dump();
     name += s->source.extension().string();
-    CandidateSource src{name, instantiate(*s, req.action.params),
+    CandidateSource src{name, instantiate(*s, req.action.params, signature_facts(m_target)),
                         s->source.extension() == ".cu" ? CandidateLang::Cuda : CandidateLang::Cpp};
     mcts::Outcome out = judge_candidate(m_ctx, m_executor, m_target, m_family, src);
     out.steps["proposer"] = "strategy";
@@ -102,7 +102,8 @@ std::string search_context(const BuildContext& ctx, const Target& t, const Famil
       .add("samples", t.sample_inputs.dump()).add("family", family.digest)
       .add("device", ctx.device.fingerprint()).add("toolchain", ctx.toolchain.fingerprint())
       .add("worker", worker).add("bench", bench_settings(ctx, EvalSettings{}).dump())
-      .add("proposer", proposer.dump());
+      .add("proposer", proposer.dump())
+      .add("instantiate", "2");  // 2: "$row" params substituted (rules/strategies.h)
   for (const auto& s : strategies)
     h.add("strategy", s.name).add("text", s.text).add("params", s.params.dump());
   return h.hex();

@@ -1,5 +1,8 @@
 #include "rules/strategies.h"
 
+#include <algorithm>
+#include <optional>
+
 #include <set>
 
 #include <yaml-cpp/yaml.h>
@@ -65,7 +68,76 @@ bool listed(const json& allowed, const std::string& value) {
   return false;
 }
 
+// An int or int[] argument record's values ("list" of int records too).
+std::vector<int64_t> ints_of(const json& rec) {
+  std::vector<int64_t> out;
+  const json& v = rec.value("value", json());
+  if (v.is_number_integer()) out.push_back(v.get<int64_t>());
+  if (v.is_array())
+    for (const auto& x : v) {
+      if (x.is_number_integer()) out.push_back(x.get<int64_t>());
+      else if (x.is_object() && x.value("value", json()).is_number_integer())
+        out.push_back(x["value"].get<int64_t>());
+    }
+  return out;
+}
+
+bool in_range(const json& range, std::optional<int64_t> v) {
+  if (!range.is_array() || range.size() != 2) return true;
+  return v && *v >= range[0].get<int64_t>() && *v <= range[1].get<int64_t>();
+}
+
 }  // namespace
+
+SignatureFacts signature_facts(const Target& target) {
+  SignatureFacts f;
+  const json& a = target.args;
+  const json* in = first_tensor(a);
+  if (!in || !a.is_array() || a.size() < 2) return f;
+  std::vector<int64_t> sizes = in->value("sizes", std::vector<int64_t>{});
+  const int64_t nd = static_cast<int64_t>(sizes.size());
+  auto product = [](const std::vector<int64_t>& v) {
+    int64_t p = 1;
+    for (auto x : v) p *= x;
+    return p;
+  };
+  const std::string op = target.op;
+  if (op == "_softmax") {
+    auto d = ints_of(a[1]);
+    if (d.size() == 1 && nd > 0) {
+      int64_t dim = d[0] < 0 ? d[0] + nd : d[0];
+      if (dim >= 0 && dim < nd) f.row = sizes[dim], f.dim_last = dim == nd - 1;
+    }
+  } else if (op == "native_layer_norm" || op == "_fused_rms_norm") {
+    auto shape = ints_of(a[1]);
+    if (!shape.empty()) f.row = product(shape);
+  } else if (op == "mean.dim") {
+    auto dims = ints_of(a[1]);
+    std::vector<int64_t> reduced;
+    for (auto d : dims) reduced.push_back(d < 0 ? d + nd : d);
+    std::sort(reduced.begin(), reduced.end());
+    bool trailing = !reduced.empty();
+    for (size_t k = 0; k < reduced.size(); ++k)
+      trailing &= reduced[k] == nd - static_cast<int64_t>(reduced.size()) + static_cast<int64_t>(k);
+    f.reduce_trailing = trailing;
+    if (trailing) {
+      int64_t plane = 1;
+      for (auto d : reduced) plane *= sizes[d];
+      f.plane = f.row = plane;
+    }
+  } else if (op == "native_group_norm" && a.size() >= 7) {
+    auto n = ints_of(a[3]), c = ints_of(a[4]), hw = ints_of(a[5]), g = ints_of(a[6]);
+    if (n.size() == 1 && c.size() == 1 && hw.size() == 1 && g.size() == 1 && g[0] > 0) {
+      f.slice = c[0] / g[0] * hw[0];
+      f.groups = n[0] * g[0];
+    }
+  } else if (op == "native_batch_norm" && a.size() >= 6) {
+    const json& tr = a[5].value("value", json());
+    if (tr.is_boolean()) f.training = tr.get<bool>();
+    if (nd >= 2) f.plane = product(std::vector<int64_t>(sizes.begin() + 2, sizes.end()));
+  }
+  return f;
+}
 
 std::vector<Strategy> load_strategies(const Family& family) {
   const fs::path file = family.path.parent_path() / "strategies.yaml";
@@ -118,6 +190,17 @@ bool strategy_applies(const Strategy& s, const Target& target, const std::string
     }
     if (!ok) return false;
   }
+  // Extents and shape facts (signature_facts); a condition on a fact the op
+  // does not have fails, so a strategy is never tried where it cannot apply.
+  const SignatureFacts f = signature_facts(target);
+  const json& ap = s.applies;
+  if (!in_range(ap.value("row", json()), f.row) || !in_range(ap.value("plane", json()), f.plane) ||
+      !in_range(ap.value("slice", json()), f.slice) || !in_range(ap.value("groups", json()), f.groups))
+    return false;
+  if (ap.value("dim", "") == "last" && !f.dim_last) return false;
+  if (ap.value("reduce", "") == "trailing" && !f.reduce_trailing) return false;
+  if (ap.contains("training") && (!f.training || *f.training != ap["training"].get<bool>()))
+    return false;
   return true;
 }
 
@@ -136,12 +219,17 @@ std::vector<json> param_grid(const Strategy& s) {
   return grid;
 }
 
-std::string instantiate(const Strategy& s, const json& params) {
+std::string instantiate(const Strategy& s, const json& params, const SignatureFacts& facts) {
   std::string head = "// forge strategy " + s.name + "\n";
   for (const auto& [name, value] : params.items()) {
-    // "$row" and other "$" values name signature facts forge does not substitute
-    // yet: the template's default stands in.
-    if (value.is_string() && value.get<std::string>().rfind("$", 0) == 0) continue;
+    // "$row": the signature's row length, a compile-time constant the signature
+    // family keeps fixed. Unknown facts leave the template's default (0 = read
+    // the length at run time), which is always correct.
+    if (value.is_string() && value.get<std::string>().rfind("$", 0) == 0) {
+      if (value.get<std::string>() == "$row" && facts.row)
+        head += "#define FORGE_P_" + name + " " + std::to_string(*facts.row) + "\n";
+      continue;
+    }
     head += "#define FORGE_P_" + name + " " +
             (value.is_string() ? value.get<std::string>() : value.dump()) + "\n";
   }

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <filesystem>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +45,20 @@ bool strategy_applies(const Strategy& s, const Target& target, const std::string
 std::vector<nlohmann::json> param_grid(const Strategy& s);
 
 // The source of strategy `s` instantiated with `params`.
-std::string instantiate(const Strategy& s, const nlohmann::json& params);
+// Shape facts of a target that `applies` conditions and "$row" params use:
+// row = the reduced row (softmax's dim, normalized_shape's product, mean's H·W),
+// plane = H·W (batch_norm, mean over trailing dims), slice = (C/group)·HxW and
+// groups = N·group (group_norm). Unset when the op has no such fact.
+struct SignatureFacts {
+  std::optional<int64_t> row, plane, slice, groups;
+  bool dim_last = false;         // softmax over the last dim
+  bool reduce_trailing = false;  // mean over the trailing dims
+  std::optional<bool> training;  // batch_norm
+};
+SignatureFacts signature_facts(const Target& target);
+
+std::string instantiate(const Strategy& s, const nlohmann::json& params,
+                        const SignatureFacts& facts = {});
 
 // Proposes strategy actions: at the root, each applicable strategy's first
 // parameter set, then the rest of every grid; under a node, the parameter sets
