@@ -18,12 +18,22 @@ function diffView(before, after) {
   if (before === null || before === undefined)
     return el('p', { class: 'muted' }, 'no parent kernel (a child of the stock root): nothing to diff');
   const pre = el('pre', { class: 'diff', 'data-testid': 'diff' });
-  for (const part of diffLines(before, after)) {
+  const parts = diffLines(before, after);
+  if (parts.every((p) => !p.added && !p.removed)) return el('p', { class: 'muted', 'data-testid': 'diff' }, 'same source as the parent');
+  parts.forEach((part, i) => {
     const cls = part.added ? 'add' : part.removed ? 'del' : 'ctx';
     const mark = part.added ? '+' : part.removed ? '-' : ' ';
-    for (const line of part.value.replace(/\n$/, '').split('\n'))
-      pre.append(el('span', { class: cls }, `${mark} ${line}\n`));
-  }
+    let lines = part.value.replace(/\n$/, '').split('\n');
+    // Unchanged runs keep 3 lines of context on each side that touches a change.
+    if (cls === 'ctx' && lines.length > 8) {
+      const head = i > 0 ? lines.slice(0, 3) : [], tail = i < parts.length - 1 ? lines.slice(-3) : [];
+      const hidden = lines.length - head.length - tail.length;
+      head.forEach((l) => pre.append(el('span', { class: cls }, `  ${l}\n`)));
+      pre.append(el('span', { class: 'skip' }, `⋯ ${hidden} unchanged lines\n`));
+      lines = tail;
+    }
+    for (const line of lines) pre.append(el('span', { class: cls }, `${mark} ${line}\n`));
+  });
   return pre;
 }
 
