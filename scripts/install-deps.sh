@@ -9,6 +9,12 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+# The GUI's browser test (gui/test/e2e.mjs): Node for playwright-core, and a
+# headless Chromium from Debian. By command, not package: a NodeSource nodejs
+# carries its own npm, which Debian's npm package would conflict with.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing: ${missing[*]}"
 sudo=""
