@@ -120,7 +120,8 @@ int cmd_serve(const Invocation& inv) {
   serve::GuiServer server(api, watch, options, [&s] { return dry_run_overview(*s); });
   const int port = server.bind();
 
-  const std::string host = args.bind.find(':') != std::string::npos ? "[" + args.bind + "]" : args.bind;
+  const std::string host =
+      args.bind.find(':') != std::string::npos ? "[" + args.bind + "]" : args.bind;
   std::string url = "http://" + host + ":" + std::to_string(port) + "/";
   if (!options.token.empty()) url += "?token=" + options.token;
   if (inv.json)

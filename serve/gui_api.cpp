@@ -19,8 +19,9 @@ struct ApiError : std::runtime_error {
 };
 
 bool is_digest(const std::string& s) {
-  return s.size() == 64 &&
-         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(c) || (c >= 'a' && c <= 'f'); });
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isdigit(c) || (c >= 'a' && c <= 'f');
+         });
 }
 
 // A target id is "<model>/<op>/<sig6>": no empty, "." or ".." part, nothing
@@ -41,7 +42,8 @@ bool is_target_id(const std::string& id) {
 
 std::string param(const std::multimap<std::string, std::string>& params, const std::string& name) {
   auto it = params.find(name);
-  if (it == params.end() || it->second.empty()) throw ApiError(400, "missing parameter '" + name + "'");
+  if (it == params.end() || it->second.empty())
+    throw ApiError(400, "missing parameter '" + name + "'");
   return it->second;
 }
 
@@ -53,7 +55,9 @@ json parse_object(const std::optional<std::string>& text) {
 
 }  // namespace
 
-json api_error(const std::string& message) { return {{"error", message}}; }
+json api_error(const std::string& message) {
+  return {{"error", message}};
+}
 
 GuiApi::GuiApi(store::Store& store, ApiConfig config)
     : m_store(store), m_config(std::move(config)), m_overview(json::object()) {}
@@ -81,8 +85,8 @@ std::vector<std::string> GuiApi::journal_targets() const {
   std::vector<std::string> ids;
   const fs::path dir = m_config.store_root / "refs" / "journal";
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     std::string id = it->path().lexically_relative(dir).generic_string();
     if (id.find(".tmp.") == std::string::npos) ids.push_back(id);
@@ -91,7 +95,8 @@ std::vector<std::string> GuiApi::journal_targets() const {
   return ids;
 }
 
-ApiReply GuiApi::get(const std::string& path, const std::multimap<std::string, std::string>& params) {
+ApiReply GuiApi::get(const std::string& path,
+                     const std::multimap<std::string, std::string>& params) {
   ApiReply reply;
   json body;
   try {
@@ -146,8 +151,13 @@ json GuiApi::records(const std::string& target) const {
 json GuiApi::tree(const std::string& target) const {
   json journal = records(target);
   json nodes = json::array();
-  nodes.push_back({{"id", 0}, {"parent", nullptr}, {"iteration", -1}, {"kind", "stock"},
-                   {"what", "stock kernel"}, {"status", "ok"}, {"speedup", 1.0}});
+  nodes.push_back({{"id", 0},
+                   {"parent", nullptr},
+                   {"iteration", -1},
+                   {"kind", "stock"},
+                   {"what", "stock kernel"},
+                   {"status", "ok"},
+                   {"speedup", 1.0}});
   json progress = json::array();
   double best = 1.0;
   for (const auto& r : journal["records"]) {
@@ -170,11 +180,14 @@ json GuiApi::tree(const std::string& target) const {
     const std::string status = outcome.value("status", "");
     double s = speedup.is_number() ? speedup.get<double>() : 0;
     if (status == "ok" && s > best) best = s;
-    progress.push_back({{"iteration", r.value("i", 0)},
-                        {"speedup", (status == "ok" || status == "slower") ? json(s) : json(nullptr)},
-                        {"best", best}});
+    progress.push_back(
+        {{"iteration", r.value("i", 0)},
+         {"speedup", (status == "ok" || status == "slower") ? json(s) : json(nullptr)},
+         {"best", best}});
   }
-  return {{"target", target}, {"seconds", journal.value("seconds", 0.0)}, {"nodes", nodes},
+  return {{"target", target},
+          {"seconds", journal.value("seconds", 0.0)},
+          {"nodes", nodes},
           {"progress", progress}};
 }
 
@@ -187,8 +200,14 @@ json GuiApi::node(const std::string& target, int id) const {
     return nullptr;
   };
   if (id == 0)
-    return {{"target", target}, {"id", 0}, {"kind", "stock"}, {"status", "ok"}, {"speedup", 1.0},
-            {"source", nullptr}, {"parent_source", nullptr}, {"evaluation", nullptr},
+    return {{"target", target},
+            {"id", 0},
+            {"kind", "stock"},
+            {"status", "ok"},
+            {"speedup", 1.0},
+            {"source", nullptr},
+            {"parent_source", nullptr},
+            {"evaluation", nullptr},
             {"note", "the stock ATen kernel: what every speedup is measured against"}};
   const json* r = find(id);
   if (!r) throw ApiError(404, "target '" + target + "' has no node " + std::to_string(id));
@@ -260,17 +279,23 @@ json GuiApi::ledger() const {
       in_total += in;
       out_total += out;
       requests += found;
-      rows.push_back({{"node", r.value("node", 0)}, {"what", steps.value("what", "")},
+      rows.push_back({{"node", r.value("node", 0)},
+                      {"what", steps.value("what", "")},
                       {"status", r.value("outcome", json::object()).value("status", "")},
-                      {"requests", found}, {"input_tokens", in}, {"output_tokens", out}});
+                      {"requests", found},
+                      {"input_tokens", in},
+                      {"output_tokens", out}});
     }
     if (!rows.empty()) targets.push_back({{"target", id}, {"nodes", rows}});
   }
   json cost = nullptr;
   if (m_config.price_in && m_config.price_out)
     cost = (in_total * *m_config.price_in + out_total * *m_config.price_out) / 1e6;
-  return {{"targets", targets}, {"requests", requests}, {"input_tokens", in_total},
-          {"output_tokens", out_total}, {"cost_usd", cost}};
+  return {{"targets", targets},
+          {"requests", requests},
+          {"input_tokens", in_total},
+          {"output_tokens", out_total},
+          {"cost_usd", cost}};
 }
 
 json GuiApi::history() const {
@@ -279,7 +304,9 @@ json GuiApi::history() const {
   if (!m_config.history_repo.empty() && fs::exists(m_config.history_repo, ec))
     for (const auto& c : read_history(m_config.history_repo, m_config.history_ref))
       commits.push_back({{"commit", c.commit}, {"subject", c.subject}, {"fields", c.fields}});
-  return {{"ref", m_config.history_ref}, {"repo", m_config.history_repo.string()}, {"commits", commits}};
+  return {{"ref", m_config.history_ref},
+          {"repo", m_config.history_repo.string()},
+          {"commits", commits}};
 }
 
 json GuiApi::history_diff(const std::string& rev) const {

@@ -47,7 +47,7 @@ struct ApiConfig {
   std::filesystem::path store_root;    // the local store's folder (refs are listed there)
   std::filesystem::path history_repo;  // "" when there is none yet
   std::string history_ref = "refs/heads/forge/kernels";
-  std::vector<std::string> secrets;  // values never to show (empty ones are ignored)
+  std::vector<std::string> secrets;           // values never to show (empty ones are ignored)
   std::optional<double> price_in, price_out;  // USD per million tokens (ledger)
 };
 

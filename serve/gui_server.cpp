@@ -136,8 +136,11 @@ void send_json(httplib::Response& res, int status, const std::string& body) {
 
 GuiServer::GuiServer(GuiApi& api, StoreWatch& watch, ServeOptions options,
                      std::function<json()> refresh_overview)
-    : m_api(api), m_watch(watch), m_options(std::move(options)),
-      m_refresh(std::move(refresh_overview)), m_server(std::make_unique<httplib::Server>()) {
+    : m_api(api),
+      m_watch(watch),
+      m_options(std::move(options)),
+      m_refresh(std::move(refresh_overview)),
+      m_server(std::make_unique<httplib::Server>()) {
   // Each open /events stream holds a worker thread.
   m_server->new_task_queue = [] { return new httplib::ThreadPool(32); };
   routes();
@@ -163,10 +166,11 @@ void GuiServer::routes() {
     res.set_header("Referrer-Policy", "no-referrer");
     const std::string token = req.has_param("token") ? req.get_param_value("token") : "";
     if (!authorized(req.get_header_value("Host"), token, req.get_header_value("Cookie"))) {
-      send_json(res, 403, m_api.redact(api_error(m_options.token.empty()
-                                                    ? "this server answers loopback hosts only"
-                                                    : "missing or wrong access token")
-                                           .dump()));
+      send_json(
+          res, 403,
+          m_api.redact(api_error(m_options.token.empty() ? "this server answers loopback hosts only"
+                                                         : "missing or wrong access token")
+                           .dump()));
       return httplib::Server::HandlerResponse::Handled;
     }
     if (!m_options.token.empty() && !token.empty())
@@ -220,8 +224,8 @@ void GuiServer::routes() {
             auto events = m_events.wait_after(*seen, 15000);
             if (m_stopping) return false;
             for (const auto& e : events) {
-              out += "id: " + std::to_string(e.seq) + "\nevent: " + e.type + "\ndata: " +
-                     m_api.redact(e.data) + "\n\n";
+              out += "id: " + std::to_string(e.seq) + "\nevent: " + e.type +
+                     "\ndata: " + m_api.redact(e.data) + "\n\n";
               *seen = e.seq;
             }
             if (out.empty()) out = ": ping\n\n";
@@ -233,23 +237,23 @@ void GuiServer::routes() {
     if (res.body.empty() || res.get_header_value("Content-Type") != "application/json")
       send_json(res, res.status, api_error("no such route: " + req.path).dump());
   });
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    send_json(res, 500, api_error(what).dump());
-  });
+  s.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        send_json(res, 500, api_error(what).dump());
+      });
 }
 
 int GuiServer::bind() {
-  int port = m_options.port == 0 ? m_server->bind_to_any_port(m_options.bind)
-                                 : (m_server->bind_to_port(m_options.bind, m_options.port)
-                                        ? m_options.port
-                                        : -1);
+  int port = m_options.port == 0
+                 ? m_server->bind_to_any_port(m_options.bind)
+                 : (m_server->bind_to_port(m_options.bind, m_options.port) ? m_options.port : -1);
   if (port < 0)
     throw Error("cannot listen on " + m_options.bind + ":" + std::to_string(m_options.port) +
                 " (in use, or not an address of this machine)");
@@ -262,7 +266,8 @@ void GuiServer::poll_loop() {
   bool dirty = false;
   auto last_refresh = clock::now();
   while (!m_stopping) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(m_options.poll_seconds * 1000)));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(static_cast<int>(m_options.poll_seconds * 1000)));
     if (m_stopping) break;
     StoreChanges c = m_watch.poll();
     for (const auto& t : c.journals) m_events.publish("journal", {{"target", t}});

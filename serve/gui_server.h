@@ -46,7 +46,7 @@ struct ServeOptions {
   std::string token;                 // "" = none (loopback only)
   std::filesystem::path static_dir;  // the built front end (gui/dist)
   double poll_seconds = 0.5;
-  double overview_min_seconds = 2;   // at most one overview refresh per this many seconds
+  double overview_min_seconds = 2;  // at most one overview refresh per this many seconds
 };
 
 // Events for /events: a sequence number each, the last 256 kept.

@@ -27,27 +27,46 @@ struct Fixture {
   std::unique_ptr<serve::GuiApi> api;
 
   Fixture() {
-    const std::string good = store.put_object("// softmax, two passes\nint forge_kernel() { return 0; }\n");
-    const std::string bad = store.put_object("int forge_kernel() { return oops; } // key " + kSecret + "\n");
+    const std::string good =
+        store.put_object("// softmax, two passes\nint forge_kernel() { return 0; }\n");
+    const std::string bad =
+        store.put_object("int forge_kernel() { return oops; } // key " + kSecret + "\n");
     const std::string eval_bad = store.put_object(
-        json{{"verdict", "rejected"}, {"reason", "compile_error"},
+        json{{"verdict", "rejected"},
+             {"reason", "compile_error"},
              {"compile", {{"ok", false}, {"log", "error: 'oops' was not declared; " + kSecret}}}}
             .dump());
     const std::string eval_good = store.put_object(
-        json{{"verdict", "accepted"}, {"verify", {{"cases", 16}, {"worst_abs", 1e-7}, {"worst_case", "sample 0"}}},
+        json{{"verdict", "accepted"},
+             {"verify", {{"cases", 16}, {"worst_abs", 1e-7}, {"worst_case", "sample 0"}}},
              {"bench", {{"speedup_eager", 1.5}, {"floor_pct", 70.0}}}}
             .dump());
-    json journal = {{"format", "forge-journal"}, {"version", 1}, {"context", "c"}, {"search", json::object()},
-                    {"seconds", 2.0},
-                    {"records",
-                     {{{"i", 0}, {"node", 1}, {"parent", 0},
-                       {"action", {{"kind", "strategy"}, {"strategy", "rows"}, {"params", json::object()}, {"note", ""}}},
-                       {"outcome", {{"status", "ok"}, {"speedup", 1.5}, {"reason", "ok"},
-                                    {"steps", {{"file", "rows.cpp"}, {"source", good}, {"evaluation", eval_good}}}}}},
-                      {{"i", 1}, {"node", 2}, {"parent", 1},
-                       {"action", {{"kind", "llm"}, {"strategy", ""}, {"params", {{"variant", 0}}}, {"note", kSecret}}},
-                       {"outcome", {{"status", "compile_error"}, {"reason", "compile_error: " + kSecret},
-                                    {"steps", {{"file", "llm.cpp"}, {"source", bad}, {"evaluation", eval_bad}}}}}}}}};
+    json journal = {
+        {"format", "forge-journal"},
+        {"version", 1},
+        {"context", "c"},
+        {"search", json::object()},
+        {"seconds", 2.0},
+        {"records",
+         {{{"i", 0},
+           {"node", 1},
+           {"parent", 0},
+           {"action",
+            {{"kind", "strategy"}, {"strategy", "rows"}, {"params", json::object()}, {"note", ""}}},
+           {"outcome",
+            {{"status", "ok"},
+             {"speedup", 1.5},
+             {"reason", "ok"},
+             {"steps", {{"file", "rows.cpp"}, {"source", good}, {"evaluation", eval_good}}}}}},
+          {{"i", 1},
+           {"node", 2},
+           {"parent", 1},
+           {"action",
+            {{"kind", "llm"}, {"strategy", ""}, {"params", {{"variant", 0}}}, {"note", kSecret}}},
+           {"outcome",
+            {{"status", "compile_error"},
+             {"reason", "compile_error: " + kSecret},
+             {"steps", {{"file", "llm.cpp"}, {"source", bad}, {"evaluation", eval_bad}}}}}}}}};
     store.put_ref("journal/" + kTarget, journal.dump());
     serve::ApiConfig config;
     config.store_root = tmp / "store";
@@ -57,7 +76,8 @@ struct Fixture {
                        {"notes", {"env has " + kSecret}}});
   }
 
-  std::pair<int, json> get(const std::string& path, std::multimap<std::string, std::string> params = {}) {
+  std::pair<int, json> get(const std::string& path,
+                           std::multimap<std::string, std::string> params = {}) {
     serve::ApiReply r = api->get(path, params);
     CHECK(r.body.find(kSecret) == std::string::npos);
     return {r.status, json::parse(r.body)};
@@ -118,8 +138,8 @@ TEST_CASE("errors are JSON with status codes") {
 TEST_CASE("no path traversal through target ids or object digests") {
   Fixture f;
   write_text(f.tmp / "store" / "secret.txt", kSecret);
-  for (const std::string bad : {"../secret.txt", "../../secret.txt", "m/../../secret.txt", "/etc/passwd",
-                                "m/./x", "m//x", "m\\..\\x"}) {
+  for (const std::string bad : {"../secret.txt", "../../secret.txt", "m/../../secret.txt",
+                                "/etc/passwd", "m/./x", "m//x", "m\\..\\x"}) {
     CAPTURE(bad);
     CHECK(f.get("/api/tree", {{"target", bad}}).first == 400);
     CHECK(f.get("/api/node", {{"target", bad}, {"node", "1"}}).first == 400);
@@ -176,8 +196,9 @@ TEST_CASE("static files and API over HTTP; traversal refused") {
   CHECK(index->body.find("<title>forge</title>") != std::string::npos);
   CHECK(r.get("/static/app.js")->status == 200);
   CHECK(r.get("/static/app.js")->get_header_value("Content-Type").rfind("text/javascript", 0) == 0);
-  for (const std::string bad : {"/static/../forge.yaml.probe", "/static/%2e%2e/forge.yaml.probe",
-                                "/static/..%2fforge.yaml.probe", "/static//etc/passwd", "/static/nope.js"}) {
+  for (const std::string bad :
+       {"/static/../forge.yaml.probe", "/static/%2e%2e/forge.yaml.probe",
+        "/static/..%2fforge.yaml.probe", "/static//etc/passwd", "/static/nope.js"}) {
     CAPTURE(bad);
     auto res = r.get(bad);
     REQUIRE(res);
@@ -207,8 +228,8 @@ TEST_CASE("with a token, every request must carry it") {
   auto ok = r.get("/?token=0123456789abcdef0123456789abcdef");
   CHECK(ok->status == 200);
   CHECK(ok->get_header_value("Set-Cookie").find("HttpOnly") != std::string::npos);
-  CHECK(r.get("/api/overview", {{"Cookie", "forge_token=0123456789abcdef0123456789abcdef"}})->status ==
-        200);
+  CHECK(r.get("/api/overview", {{"Cookie", "forge_token=0123456789abcdef0123456789abcdef"}})
+            ->status == 200);
 }
 
 TEST_CASE("the event stream delivers what the hub publishes") {
