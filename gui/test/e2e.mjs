@@ -113,6 +113,11 @@ try {
   log(`tree: ${await page.locator('#tree g[data-node]').count()} nodes, ${await failed.count()} failed`);
   await page.screenshot({ path: join(SHOTS, '1-tree.png'), fullPage: true });
 
+  // The page does not poll: with the store unchanged, no API request for 3 s.
+  const idleBefore = requests.filter((u) => u.includes('/api/')).length;
+  await page.waitForTimeout(3000);
+  if (requests.filter((u) => u.includes('/api/')).length !== idleBefore) fail('the page polls the API');
+
   // 2. A failed node's source and diff against its (verified) parent.
   await failed.first().click();
   await page.waitForSelector('[data-testid="node-title"]');
