@@ -10,6 +10,9 @@ const svg = (tag, attrs = {}) => {
   return e;
 };
 
+// Failure labels short enough for siblings 64 px apart.
+const SHORT = { compile_error: 'compile ✗', static_reject: 'static ✗', wrong_result: 'wrong ✗', crash: 'crash ✗', timeout: 'timeout ✗' };
+
 export const STATUSES = ['ok', 'slower', 'compile_error', 'static_reject', 'wrong_result', 'crash', 'timeout'];
 
 export function renderLegend(root) {
@@ -20,7 +23,7 @@ export function renderTree(root, data, selectedNode, onSelect) {
   root.replaceChildren();
   const nodes = data.nodes || [];
   const h = stratify().id((d) => String(d.id)).parentId((d) => (d.parent === null ? null : String(d.parent)))(nodes);
-  const dx = 44, dy = 90;
+  const dx = 64, dy = 90;
   tidyTree().nodeSize([dx, dy])(h);
   let x0 = Infinity, x1 = -Infinity, y1 = 0;
   h.each((d) => { x0 = Math.min(x0, d.x); x1 = Math.max(x1, d.x); y1 = Math.max(y1, d.y); });
@@ -41,7 +44,7 @@ export function renderTree(root, data, selectedNode, onSelect) {
     });
     g.append(svg('circle', { r: n.id === 0 ? 11 : 9 }));
     const label = svg('text', { dy: 24, 'text-anchor': 'middle' });
-    label.textContent = n.id === 0 ? 'stock' : (n.speedup ? `${n.speedup.toFixed(2)}×` : n.status.replace('_', ' '));
+    label.textContent = n.id === 0 ? 'stock' : (n.speedup ? `${n.speedup.toFixed(2)}×` : SHORT[n.status] || n.status);
     g.append(label);
     const title = svg('title');
     title.textContent = `#${n.id} ${n.what || n.kind}\n${n.status}${n.reason ? `: ${n.reason}` : ''}`;
