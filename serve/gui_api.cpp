@@ -260,12 +260,19 @@ json GuiApi::ledger() const {
     for (const auto& r : journal["records"]) {
       const json steps = r.value("outcome", json::object()).value("steps", json::object());
       if (!steps.contains("llm")) continue;
+      // The reply-cache keys the node's requests were answered under, comma-joined
+      // (rules/llm_proposer.cpp): the variant, then any repair turn.
       std::vector<std::string> keys;
       const json& llm = steps["llm"];
-      if (llm.is_string()) keys.push_back(llm.get<std::string>());
-      if (llm.is_array() || llm.is_object())
-        for (const auto& k : llm)
-          if (k.is_string()) keys.push_back(k.get<std::string>());
+      if (llm.is_string()) {
+        std::string all = llm.get<std::string>();
+        for (size_t start = 0; start <= all.size();) {
+          size_t end = all.find(',', start);
+          if (end == std::string::npos) end = all.size();
+          keys.push_back(all.substr(start, end - start));
+          start = end + 1;
+        }
+      }
       long in = 0, out = 0;
       int found = 0;
       for (const auto& key : keys) {

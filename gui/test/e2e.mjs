@@ -149,6 +149,8 @@ try {
   // 4. The other views and every API reply: no secret.
   await page.click('nav button[data-tab="ledger"]');
   await page.waitForSelector('#tab-ledger h2');
+  const ledger = await page.locator('#tab-ledger').innerText();
+  if (!/[1-9]\d* requests/.test(ledger) || !ledger.includes('compile_error')) fail(`ledger: ${ledger}`);
   await page.screenshot({ path: join(SHOTS, '5-ledger.png'), fullPage: true });
   await page.click('nav button[data-tab="history"]');
   await page.waitForSelector('#tab-history h2');

@@ -41,6 +41,9 @@ struct Fixture {
              {"verify", {{"cases", 16}, {"worst_abs", 1e-7}, {"worst_case", "sample 0"}}},
              {"bench", {{"speedup_eager", 1.5}, {"floor_pct", 70.0}}}}
             .dump());
+    const std::string k1(64, '1'), k2(64, '2');
+    store.put_action(k1, json{{"text", "a"}, {"input_tokens", 100}, {"output_tokens", 40}}.dump());
+    store.put_action(k2, json{{"text", "b"}, {"input_tokens", 120}, {"output_tokens", 30}}.dump());
     json journal = {
         {"format", "forge-journal"},
         {"version", 1},
@@ -66,7 +69,11 @@ struct Fixture {
            {"outcome",
             {{"status", "compile_error"},
              {"reason", "compile_error: " + kSecret},
-             {"steps", {{"file", "llm.cpp"}, {"source", bad}, {"evaluation", eval_bad}}}}}}}}};
+             {"steps",
+              {{"file", "llm.cpp"},
+               {"source", bad},
+               {"evaluation", eval_bad},
+               {"llm", k1 + "," + k2}}}}}}}}};
     store.put_ref("journal/" + kTarget, journal.dump());
     serve::ApiConfig config;
     config.store_root = tmp / "store";
@@ -114,7 +121,11 @@ TEST_CASE("overview, tree, node, ledger: shapes") {
 
   auto [s4, ledger] = f.get("/api/ledger");
   CHECK(s4 == 200);
-  CHECK(ledger["requests"] == 0);
+  CHECK(ledger["requests"] == 2);
+  CHECK(ledger["input_tokens"] == 220);
+  CHECK(ledger["output_tokens"] == 70);
+  CHECK(ledger["cost_usd"].is_null());  // no prices set
+  CHECK(ledger["targets"][0]["nodes"][0]["node"] == 2);
 
   auto [s5, history] = f.get("/api/history");
   CHECK(s5 == 200);
