@@ -114,10 +114,28 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   t.verified = t.accepted = 0;
   t.outcomes.clear();
   t.kernels.clear();
+  t.stage_seconds = nullptr;
   const mcts::Node* best = nullptr;
+  // What each stage cost, summed over the tree's evaluations as first run
+  // (cached replays keep the original times): docs/PERF.md's per-stage figures.
+  double compile_s = 0, verify_s = 0, bench_s = 0, eval_s = 0;
+  int timed = 0;
   for (const auto& n : tree.nodes()) {
     if (n.id == mcts::kRoot || n.pending) continue;
     ++t.outcomes[mcts::status_name(n.outcome.status)];
+    if (auto text = ctx.builder.store().get_object(n.outcome.steps.value("evaluation", ""))) {
+      json r = json::parse(*text, nullptr, false);
+      if (r.is_object()) {
+        auto num = [](const json& o, const char* k) {
+          return o.is_object() && o.contains(k) && o[k].is_number() ? o[k].get<double>() : 0.0;
+        };
+        compile_s += num(r.value("compile", json()), "seconds");
+        verify_s += num(r.value("verify", json()), "seconds");
+        bench_s += num(r.value("bench", json()), "seconds");
+        eval_s += num(r.value("evaluation", json()), "seconds");
+        ++timed;
+      }
+    }
     if (n.outcome.verified()) ++t.verified;
     if (n.outcome.status != mcts::Outcome::Status::Ok) continue;
     ++t.accepted;
@@ -126,6 +144,8 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
                          n.outcome.steps.value("evaluation", ""), n.outcome.speedup});
     if (!best || n.outcome.speedup > best->outcome.speedup) best = &n;
   }
+  t.stage_seconds = {{"evaluations", timed}, {"compile", compile_s}, {"verify", verify_s},
+                     {"bench", bench_s}, {"worker", eval_s}};
   if (!best) return;
   t.best_speedup_eager = best->outcome.speedup;
   auto text = ctx.builder.store().get_object(best->outcome.steps.value("evaluation", ""));

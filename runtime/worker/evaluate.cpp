@@ -267,12 +267,17 @@ class TorchEvaluator final : public Evaluator {
     Outcome out;
     out.reply["id"] = id;
     json bench;
+    double verify_seconds = -1, bench_start = -1;  // stage costs (docs/PERF.md)
     auto finish = [&](const std::string& verdict, const std::string& reason, const std::string& detail) {
       out.reply["verdict"] = verdict;
       out.reply["reason"] = reason;
       out.reply["detail"] = one_line(detail);
+      if (verify_seconds >= 0) m_verify["seconds"] = verify_seconds;
       out.reply["verify"] = m_verify;
-      if (!bench.is_null()) out.reply["bench"] = bench;
+      if (!bench.is_null()) {
+        bench["seconds"] = seconds_since(t_start) - bench_start;
+        out.reply["bench"] = bench;
+      }
       if (!m_notes.empty()) out.reply["notes"] = m_notes;
       out.reply["seconds"] = seconds_since(t_start);
       return out;
@@ -302,7 +307,10 @@ class TorchEvaluator final : public Evaluator {
     }
 
     // Verification.
-    if (auto f = verify(spec, family, plans, samples, samples_dir, seed, *cand, dev)) {
+    const double verify_start = seconds_since(t_start);
+    auto verified = verify(spec, family, plans, samples, samples_dir, seed, *cand, dev);
+    verify_seconds = seconds_since(t_start) - verify_start;
+    if (auto f = std::move(verified)) {
       out.exit_code = f->exit_code;
       if (f->exit_code < 0 && dispatcher_changed()) out.exit_code = 3;
       return finish("rejected", f->reason, f->detail);
@@ -313,6 +321,7 @@ class TorchEvaluator final : public Evaluator {
     }
 
     // Benchmark.
+    bench_start = seconds_since(t_start);
     json timed;
     if (auto f = benchmark(spec, family, plans.front(), samples, samples_dir, bench_req, *cand, dev, timed)) {
       out.exit_code = f->exit_code;
