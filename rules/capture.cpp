@@ -237,7 +237,8 @@ void CaptureRule::apply(BuildContext& ctx) {
     spec.label = m.name;
     spec.name = "capture/" + m.name;
     spec.inputs = {{"command", m.run.empty() ? "torchscript" : m.run},
-                   {"workdir", m.workdir.string()},
+                   // Relative to forge.yaml: clones in other places share through a cache.
+                   {"workdir", fs::relative(m.workdir, ctx.manifest.dir).generic_string()},
                    {"files", named_files_digest(m)},
                    {"env", sha256_hex(env_text(m.env))},
                    {"toolchain", ctx.toolchain.fingerprint()},

@@ -271,7 +271,8 @@ void PackageRule::apply(BuildContext& ctx) {
     spec.name = "e2e/" + m.name;
     spec.inputs = {{"package", digest},
                    {"command", m.run.empty() ? "torchscript" : m.run},
-                   {"workdir", m.workdir.string()},
+                   // Relative to forge.yaml: clones in other places share through a cache.
+                   {"workdir", fs::relative(m.workdir, ctx.manifest.dir).generic_string()},
                    {"files", named_files_digest(m)},
                    {"device", ctx.device.fingerprint()},
                    {"toolchain", ctx.toolchain.fingerprint()},
