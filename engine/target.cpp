@@ -93,6 +93,7 @@ nlohmann::json target_json(const Target& t) {
           {"best_speedup_compile", opt(t.best_speedup_compile)},
           {"floor_pct", opt(t.floor_pct)},
           {"compile_us", opt(t.compile_us)},
+          {"compile_over_eager", opt(t.compile_over_eager)},
           {"compile_mode", t.compile_mode.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.compile_mode)},
           {"under_compile", t.under_compile.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.under_compile)},
           {"best_strategy", t.best_strategy.empty() ? nlohmann::json(nullptr)

@@ -55,6 +55,7 @@ struct Target {
   std::optional<double> best_speedup_eager, best_speedup_compile, floor_pct;
   std::optional<double> compile_us;  // torch.compile's median for this op (the better mode)
   std::string compile_mode;          // "default" | "max-autotune-no-cudagraphs"
+  std::optional<double> compile_over_eager;  // Inductor's median / stock's, same helper run
   // Which kernel compiled graphs call for this op ("forge" when the shipped
   // kernel beat Inductor's by more than both spreads, else "inductor"); "" unknown.
   std::string under_compile;

@@ -4,7 +4,8 @@
 // (runtime/compile_bench/forge_compile_bench.py) with the worker's method; the
 // better mode is "compile". One cached step per target (op, signature, inputs,
 // device, toolchain, helper). Sets Target::compile_us and, for targets with an
-// accepted kernel, best_speedup_compile = compile median / best kernel median.
+// accepted kernel, best_speedup_compile = the kernel's speedup over stock
+// (worker) times Inductor's time over stock (helper, same process).
 #pragma once
 
 #include "engine/build.h"

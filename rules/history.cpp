@@ -40,12 +40,12 @@ std::string verify_line(const json& v) {
          fmt_or_null(v.value("worst_tol", json()), "%.3g");
 }
 
-// torch.compile's median (rules/compile_baseline.h) over this kernel's; null
-// when either is unknown.
+// This kernel's speedup over torch.compile (rules/compile_baseline.h); null
+// when unknown.
 json speedup_compile(const Target& t, const json& bench) {
-  const double us = bench.value("candidate_us", json::object()).value("median", 0.0);
-  if (!t.compile_us || *t.compile_us <= 0 || us <= 0) return nullptr;
-  return *t.compile_us / us;
+  const double sp = bench.value("speedup_eager", 0.0);
+  if (!t.compile_over_eager || sp <= 0) return nullptr;
+  return sp * *t.compile_over_eager;
 }
 
 // Only deterministic content: what the store holds and what was probed, no clock.
