@@ -53,6 +53,7 @@ int cmd_run(const Invocation& inv) {
   Command c;
   c.argv.assign(inv.args.begin() + static_cast<long>(i) + 1, inv.args.end());
   c.inherit_stdio = true;
+  c.cwd = inv.dir;  // -C DIR: as if started in DIR (the manifest's folder)
   // The torch the package was built against comes first (libforge.so is bound
   // to its ABI), as for the model commands forge runs itself.
   c.env["PATH"] = forge_path_env();
