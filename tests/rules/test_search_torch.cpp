@@ -61,13 +61,21 @@ TEST_CASE("the example's targets are searched, a candidate is accepted, and the 
   CHECK(r2["targets"] == r["targets"]);
 
   // One more iteration per target: at most one compile and one evaluation each
-  // (a candidate the static check rejects runs neither), nothing else.
+  // (a candidate the static check rejects runs neither). What depends on the
+  // accepted set may follow, and only when the new candidate was accepted: a
+  // target's first torch.compile baseline, and the model's end-to-end check of
+  // a changed package. Capture and the earlier iterations never rerun.
   auto more = test::run_forge("--json build --budget 3", dir.path());
   REQUIRE(more.exit_code == 0);
   json r3 = json::parse(more.out);
-  for (const auto& t : r3["targets"]) CHECK(t["iterations"] == 3);
+  const int targets = static_cast<int>(r3["targets"].size());
+  int newly_accepted = 0;
+  for (size_t i = 0; i < r3["targets"].size(); ++i) {
+    CHECK(r3["targets"][i]["iterations"] == 3);
+    newly_accepted += r3["targets"][i]["accepted"].get<int>() - r["targets"][i]["accepted"].get<int>();
+  }
   CHECK(r3["steps_run"].get<int>() >= 1);
-  CHECK(r3["steps_run"].get<int>() <= 2 * static_cast<int>(r3["targets"].size()));
+  CHECK(r3["steps_run"].get<int>() <= 2 * targets + 2 * newly_accepted);
 }
 
 TEST_SUITE_END();
