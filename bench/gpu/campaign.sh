@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
 # The H200 campaign, one device call per few models (issue: performance):
-#   bash bench/gpu/campaign.sh tiny vae        # models of bench/gpu/campaign/*.yaml
-# Builds forge (the store and runtime caches in /tmp survive between calls
-# while the machine stays warm), runs `forge build` per model under a timeout,
-# writes $OUT/<model>.json and prints a table last: per target the share,
-# iterations, outcomes, best speedup over eager and torch.compile, % of floor,
-# candidates per GPU-minute and the stage costs.
+#   bash bench/gpu/campaign.sh tiny vae        # models of bench/gpu/campaign/*/forge.yaml
+# Builds forge, runs `forge build` per model under a timeout, writes
+# $OUT/<model>.json and $OUT/store-<model>.tgz (the store's small records, for
+# diagnosis), and prints a table last: per target the share, iterations,
+# outcomes, best speedup over eager and torch.compile, % of floor, candidates
+# per GPU-minute and the stage costs.
+# Environment: FORGE_CAMPAIGN_TIMEOUT (s per model, default 420),
+# FORGE_CAMPAIGN_DEADLINE (s for the whole script, default 560: a device call
+# may run 600), FORGE_CAMPAIGN_BUDGET (iterations per target, overriding
+# forge.yaml). The store lives in /tmp, so a later call on a still-warm
+# machine continues where this one stopped.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+start=$(date +%s)
 OUT=${OUT:-/tmp/forge-out}; mkdir -p "$OUT"
 source bench/gpu/env.sh
-t0=$(date +%s)
 (cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu --target forge) \
   > "$OUT/cmake.log" 2>&1 || { tail -20 "$OUT/cmake.log"; exit 1; }
-echo "forge built in $(( $(date +%s) - t0 )) s"
+echo "forge built in $(( $(date +%s) - start )) s"
+budget=(); [ -n "${FORGE_CAMPAIGN_BUDGET:-}" ] && budget=(--budget "$FORGE_CAMPAIGN_BUDGET")
 for m in "$@"; do
+  left=$(( ${FORGE_CAMPAIGN_DEADLINE:-560} - ($(date +%s) - start) - 20 ))
+  limit=${FORGE_CAMPAIGN_TIMEOUT:-420}; [ "$left" -lt "$limit" ] && limit=$left
+  if [ "$limit" -lt 60 ]; then echo "$m: skipped, ${left} s left"; continue; fi
   t0=$(date +%s)
-  timeout "${FORGE_CAMPAIGN_TIMEOUT:-420}" build-gpu/forge -C "bench/gpu/campaign/$m" --json build \
+  timeout -s INT -k 15 "$limit" build-gpu/forge -C "bench/gpu/campaign/$m" --json build "${budget[@]}" \
     > "$OUT/$m.json" 2> "$OUT/$m.err" < /dev/null
-  echo "$m: forge build rc=$? in $(( $(date +%s) - t0 )) s"
+  echo "$m: forge build rc=$? in $(( $(date +%s) - t0 )) s (limit $limit s)"
+  # A build stopped by its timeout prints no JSON; status reports what the store holds.
+  timeout 60 build-gpu/forge -C "bench/gpu/campaign/$m" --json status > "$OUT/$m.status.json" 2>> "$OUT/$m.err"
+  store=/tmp/forge-campaign/$m
+  [ -d "$store" ] && (cd "$store" && find . -type f -size -256k -print0 | tar czf "$OUT/store-$m.tgz" --null -T -)
 done
 python3 bench/gpu/campaign_table.py "$OUT" "$@"

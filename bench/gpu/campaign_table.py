@@ -10,10 +10,15 @@ import sys
 def main(out, models):
     rows = []
     for m in models:
-        try:
-            r = json.load(open(os.path.join(out, m + ".json")))
-        except Exception as e:  # a timed-out build leaves no JSON
-            rows.append({"model": m, "error": str(e)})
+        r, err = None, None
+        for name in (m + ".json", m + ".status.json"):  # a timed-out build leaves no JSON
+            try:
+                r = json.load(open(os.path.join(out, name)))
+                break
+            except Exception as e:
+                err = err or str(e)
+        if r is None:
+            rows.append({"model": m, "error": err})
             continue
         for t in r.get("targets", []):
             st = t.get("stage_seconds") or {}
