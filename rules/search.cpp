@@ -103,7 +103,7 @@ std::string search_context(const BuildContext& ctx, const Target& t, const Famil
       .add("device", ctx.device.fingerprint()).add("toolchain", ctx.toolchain.fingerprint())
       .add("worker", worker).add("bench", bench_settings(ctx, EvalSettings{}).dump())
       .add("proposer", proposer.dump())
-      .add("instantiate", "2");  // 2: "$row" params substituted (rules/strategies.h)
+      .add("instantiate", "3");  // 2: "$row" params substituted; 3: FORGE_DTYPES (rules/strategies.h)
   for (const auto& s : strategies)
     h.add("strategy", s.name).add("text", s.text).add("params", s.params.dump());
   return h.hex();

@@ -1,8 +1,8 @@
 #include "rules/strategies.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
-
 #include <set>
 
 #include <yaml-cpp/yaml.h>
@@ -93,6 +93,13 @@ SignatureFacts signature_facts(const Target& target) {
   SignatureFacts f;
   const json& a = target.args;
   const json* in = first_tensor(a);
+  const json* out = first_tensor(target.outputs);
+  if (in && out) {
+    // The ABI's dtype codes (forge_kernel.h: float32 0, float16 2, bfloat16 3).
+    static const std::map<std::string, int> code = {{"float32", 0}, {"float16", 2}, {"bfloat16", 3}};
+    auto i = code.find(in->value("dtype", "")), o = code.find(out->value("dtype", ""));
+    if (i != code.end() && o != code.end()) f.dtypes = (1u << i->second) | (1u << o->second);
+  }
   if (!in || !a.is_array() || a.size() < 2) return f;
   std::vector<int64_t> sizes = in->value("sizes", std::vector<int64_t>{});
   const int64_t nd = static_cast<int64_t>(sizes.size());
@@ -221,6 +228,7 @@ std::vector<json> param_grid(const Strategy& s) {
 
 std::string instantiate(const Strategy& s, const json& params, const SignatureFacts& facts) {
   std::string head = "// forge strategy " + s.name + "\n";
+  if (facts.dtypes) head += "#define FORGE_DTYPES " + std::to_string(facts.dtypes) + "\n";
   for (const auto& [name, value] : params.items()) {
     // "$row": the signature's row length, a compile-time constant the signature
     // family keeps fixed. Unknown facts leave the template's default (0 = read

@@ -9,7 +9,8 @@
 # Environment: FORGE_CAMPAIGN_TIMEOUT (s per model, default 420),
 # FORGE_CAMPAIGN_DEADLINE (s for the whole script, default 560: a device call
 # may run 600), FORGE_CAMPAIGN_BUDGET (iterations per target, overriding
-# forge.yaml). The store lives in /tmp, so a later call on a still-warm
+# forge.yaml), FORGE_CAMPAIGN_E2E (models to run end to end afterwards,
+# bench/gpu/e2e.py). The store lives in /tmp, so a later call on a still-warm
 # machine continues where this one stopped.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,5 +33,13 @@ for m in "$@"; do
   timeout 60 build-gpu/forge -C "bench/gpu/campaign/$m" --json status > "$OUT/$m.status.json" 2>> "$OUT/$m.err"
   store=/tmp/forge-campaign/$m
   [ -d "$store" ] && (cd "$store" && find . -type f -size -256k -print0 | tar czf "$OUT/store-$m.tgz" --null -T -)
+done
+# End to end for the models named in FORGE_CAMPAIGN_E2E (bench/gpu/e2e.py), in
+# what is left of the deadline.
+for m in ${FORGE_CAMPAIGN_E2E:-}; do
+  left=$(( ${FORGE_CAMPAIGN_DEADLINE:-560} - ($(date +%s) - start) - 15 ))
+  if [ "$left" -lt 90 ]; then echo "e2e $m: skipped, ${left} s left"; continue; fi
+  timeout -k 10 "$left" python3 bench/gpu/e2e.py "$PWD/build-gpu/forge" "$m" 3 > "$OUT/e2e-$m.log" 2>&1
+  echo "e2e $m rc=$?"; tail -n 6 "$OUT/e2e-$m.log"
 done
 python3 bench/gpu/campaign_table.py "$OUT" "$@"

@@ -48,6 +48,20 @@ TEST_CASE("instances are the template with #defines in front; grids are complete
                "int forge_kernel();\n");
 }
 
+TEST_CASE("an instance compiles only the signature's input and output dtypes (FORGE_DTYPES)") {
+  Strategy s = make("rows", {{"VEC", {8}}});
+  Target t = softmax_target({8, 1});
+  t.args[0]["dtype"] = "bfloat16";
+  CHECK(signature_facts(t).dtypes == ((1u << 3) | (1u << 0)));  // bf16 in, fp32 out
+  CHECK(instantiate(s, {{"VEC", 8}}, signature_facts(t)) ==
+        "// forge strategy rows\n#define FORGE_DTYPES 9\n#define FORGE_P_VEC 8\nint forge_kernel();\n");
+  t.outputs = json::array();  // output dtype unknown: every type stays compiled in
+  CHECK(signature_facts(t).dtypes == 0);
+  t.args[0]["dtype"] = "int64";
+  t.outputs = softmax_target({8, 1}).outputs;
+  CHECK(signature_facts(t).dtypes == 0);
+}
+
 TEST_CASE("applies: dtype, output dtype and layout") {
   Strategy s = make("rows", json::object());
   CHECK(strategy_applies(s, softmax_target({8, 1}), "cpu"));
