@@ -34,6 +34,19 @@ for m in "$@"; do
   store=/tmp/forge-campaign/$m
   [ -d "$store" ] && (cd "$store" && find . -type f -size -256k -print0 | tar czf "$OUT/store-$m.tgz" --null -T -)
 done
+# FORGE_CAMPAIGN_DIAG: models run once eagerly under `forge run` with Python's
+# fault handler (and gdb's backtrace where gdb exists), logs kept.
+for m in ${FORGE_CAMPAIGN_DIAG:-}; do
+  script=$(sed -n 's/.*run: python \([A-Za-z0-9_./-]*\.py\).*/\1/p' "bench/gpu/campaign/$m/forge.yaml")
+  PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1 timeout 90 build-gpu/forge -C "bench/gpu/campaign/$m" run -- \
+    python "$PWD/bench/models/$script" > "$OUT/diag-$m.log" 2>&1
+  echo "diag $m: forge run rc=$?"; tail -n 25 "$OUT/diag-$m.log"
+  if command -v gdb > /dev/null; then
+    (cd bench/models && FORGE_LOAD_LIBS=/tmp/forge-campaign/$m/package/libforge.so PYTHONPATH="$PWD/../../runtime/autoload" \
+      PYTHONUNBUFFERED=1 timeout 90 gdb -q -batch -ex run -ex bt --args python3 "$script") > "$OUT/gdb-$m.log" 2>&1
+    grep -A 30 "SIG" "$OUT/gdb-$m.log" | head -40
+  fi
+done
 # End to end for the models named in FORGE_CAMPAIGN_E2E (bench/gpu/e2e.py), in
 # what is left of the deadline.
 for m in ${FORGE_CAMPAIGN_E2E:-}; do
@@ -43,3 +56,5 @@ for m in ${FORGE_CAMPAIGN_E2E:-}; do
   echo "e2e $m rc=$?"; tail -n 6 "$OUT/e2e-$m.log"
 done
 python3 bench/gpu/campaign_table.py "$OUT" "$@"
+# The device returns few files: everything in one archive.
+(cd "$OUT" && tar czf /tmp/campaign-all.tgz --exclude='*.so' . && find . -mindepth 1 -delete && mv /tmp/campaign-all.tgz .)
