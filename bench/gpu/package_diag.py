@@ -1,0 +1,66 @@
+"""Diagnoses libforge.so's CUDA override without a search (bench/gpu/package_diag.sh):
+writes package.json for one group_norm kernel (split_group, bf16
+[1,128,512,512], 32 groups), then runs each case in its own process with the
+library loaded: a forged call, a fallback call (another shape), both, the
+VAE-like decoder eagerly. Prints one line per case: ok / exit code / output.
+  python3 package_diag.py PKG_DIR"""
+import json
+import os
+import subprocess
+import sys
+
+pkg = sys.argv[1]
+
+
+def tensor(sizes, dtype="bfloat16"):
+    strides, s = [], 1
+    for d in reversed(sizes):
+        strides.insert(0, s)
+        s *= d
+    return {"type": "Tensor", "device": "cuda:0", "dtype": dtype, "requires_grad": False,
+            "sizes": sizes, "strides": strides}
+
+
+N, C, H, W, G = 1, 128, 512, 512, 32
+args = [dict(tensor([N, C, H, W]), name="input"), dict(tensor([C]), name="weight"),
+        dict(tensor([C]), name="bias"), {"name": "N", "type": "int", "value": N},
+        {"name": "C", "type": "int", "value": C}, {"name": "HxW", "type": "int", "value": H * W},
+        {"name": "group", "type": "int", "value": G}, {"name": "eps", "type": "float", "value": 1e-5}]
+family = {"name": "group_norm", "ops": ["native_group_norm"],
+          "signature_family": {"contiguous": True, "pins": [{"arg": 3, "vary": 0}],
+                               "vary": [{"arg": 0, "dim": 0}], "vary_outputs": [0, 1, 2]},
+          "tolerance": {"bfloat16": {"atol": 0.016, "rtol": 0.016}}}
+entry = {"target": "diag/native_group_norm", "op": "aten::native_group_norm", "overload": "",
+         "signature": "diag", "strategy": "split_group", "args": args,
+         "outputs": [tensor([N, C, H, W]), tensor([N, G]), tensor([N, G])],
+         "vary": [{"arg": 0, "dim": 0}], "pins": [{"arg": 3, "vary": 0}], "contiguous": True,
+         "vary_outputs": [0, 1, 2], "family": family, "kernel": "kernels/gn.so"}
+json.dump({"backend": "cuda", "entries": [entry], "version": 1}, open(os.path.join(pkg, "package.json"), "w"))
+
+prelude = f"""
+import faulthandler, torch, torch.nn.functional as F
+faulthandler.enable()
+torch.ops.load_library("{pkg}/libforge.so")
+torch.manual_seed(0)
+def gn(shape):
+    x = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(shape[1], device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(shape[1], device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        y = F.group_norm(x, 32, w, b, 1e-5)
+    ref = F.group_norm(x.double(), 32, w.double(), b.double(), 1e-5)
+    torch.cuda.synchronize()
+    return float((y.double() - ref).abs().max())
+"""
+cases = {
+    "forged": "print('err', gn((1, 128, 512, 512)))",
+    "fallback": "print('err', gn((1, 512, 64, 64)))",
+    "both": "print('err', gn((1, 512, 64, 64)), gn((1, 128, 512, 512)), gn((1, 512, 64, 64)))",
+    "batch 2 (varied N)": "print('err', gn((2, 128, 512, 512)))",
+    "vae eager": "import runpy, sys; sys.path.insert(0, 'bench/models'); runpy.run_path('bench/models/vae_decoder.py')",
+}
+env = dict(os.environ, FORGE_PACKAGE_REPORT=pkg)
+for name, body in cases.items():
+    p = subprocess.run([sys.executable, "-c", prelude + body], capture_output=True, text=True, timeout=120, env=env)
+    tail = (p.stdout + p.stderr).strip().splitlines()
+    print(f"{name:20s} rc={p.returncode}  " + " | ".join(l for l in tail if "Warning" not in l)[-900:], flush=True)
