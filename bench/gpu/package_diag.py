@@ -59,8 +59,9 @@ cases = {
     "batch 2 (varied N)": "print('err', gn((2, 128, 512, 512)))",
     "vae eager": "import runpy, sys; sys.path.insert(0, 'bench/models'); runpy.run_path('bench/models/vae_decoder.py')",
 }
-env = dict(os.environ, FORGE_PACKAGE_REPORT=pkg)
+env = dict(os.environ, FORGE_PACKAGE_REPORT=pkg, FORGE_PACKAGE_TRACE="1")
 for name, body in cases.items():
     p = subprocess.run([sys.executable, "-c", prelude + body], capture_output=True, text=True, timeout=120, env=env)
     tail = (p.stdout + p.stderr).strip().splitlines()
-    print(f"{name:20s} rc={p.returncode}  " + " | ".join(l for l in tail if "Warning" not in l)[-900:], flush=True)
+    keep = [l for l in tail if "trace" in l or "err" in l or "Error" in l or "error" in l][:12]
+    print(f"{name:20s} rc={p.returncode}  " + " | ".join(keep)[-1200:], flush=True)

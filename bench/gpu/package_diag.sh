@@ -16,3 +16,10 @@ cp /tmp/rt/libforge.so $pkg/
 nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -cudart shared -gencode=arch=compute_90a,code=sm_90a \
   -Iruntime/abi -o $pkg/kernels/gn.so /tmp/gn.cu || exit 1
 python3 bench/gpu/package_diag.py $pkg
+if command -v gdb > /dev/null; then  # the native stack of the first case
+  FORGE_PACKAGE_TRACE=1 timeout 60 gdb -q -batch -ex run -ex bt --args python3 -c "
+import torch, torch.nn.functional as F
+torch.ops.load_library('$pkg/libforge.so')
+x = torch.randn(1, 128, 512, 512, device='cuda', dtype=torch.bfloat16)
+F.group_norm(x, 32, torch.ones(128, device='cuda', dtype=torch.bfloat16), None)" 2>&1 | grep -A 25 SIGSEGV | head -30
+else echo "no gdb"; fi

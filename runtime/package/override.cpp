@@ -44,6 +44,18 @@ namespace {
 
 void warn(const std::string& m) { std::fprintf(stderr, "forge: warning: %s\n", m.c_str()); }
 
+// FORGE_PACKAGE_TRACE=1: one stderr line per step of every overridden call
+// (which entry matched, kernel, fallback), flushed, to locate a crash.
+bool tracing() {
+  static const bool on = std::getenv("FORGE_PACKAGE_TRACE") && std::string(std::getenv("FORGE_PACKAGE_TRACE")) == "1";
+  return on;
+}
+void trace(const char* what, const std::string& detail = "") {
+  if (!tracing()) return;
+  std::fprintf(stderr, "forge: trace: %s %s\n", what, detail.c_str());
+  std::fflush(stderr);
+}
+
 using KernelFn = int (*)(const forge_call*);
 using WorkspaceFn = int64_t (*)(const forge_call*);
 
@@ -276,12 +288,16 @@ class Override : public c10::OperatorKernel {
         m_check(std::getenv("FORGE_PACKAGE_CHECK") && std::string(std::getenv("FORGE_PACKAGE_CHECK")) == "1") {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    trace("enter", m_op + " stack " + std::to_string(stack->size()));
     const size_t n = op.schema().arguments().size();
     auto args = torch::jit::last(*stack, n);
+    if (tracing()) trace("args", call_signature(args));
     std::vector<int64_t> extent;
     for (Entry* e : m_entries) {
       if (!matches(*e, args, extent)) continue;
+      trace("matched", e->target);
       auto outs = run_forged(*e, args, extent);
+      trace("kernel returned", outs ? "0" : "nonzero");
       if (!outs) {
         ++e->kernel_errors;
         break;  // the stock kernel takes it
@@ -299,8 +315,11 @@ class Override : public c10::OperatorKernel {
       std::lock_guard<std::mutex> lock(c.mu);
       ++c.fallback[{m_op, sig}];
     }
+    trace("stock");
+    std::vector<c10::IValue> outs = m_stock(a);
+    trace("stock returned", std::to_string(outs.size()) + " values");
     torch::jit::drop(*stack, n);
-    for (auto& v : m_stock(a)) torch::jit::push(*stack, std::move(v));
+    for (auto& v : outs) torch::jit::push(*stack, std::move(v));
   }
 
  private:
