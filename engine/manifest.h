@@ -39,7 +39,7 @@ struct TargetSelection {
 struct Budget {
   int iterations = 20;  // MCTS iterations per target
   double seconds = 0;   // wall-clock cap per target, 0 = none
-  int parallel = 0;     // concurrent evaluations, 0 = number of cores
+  int parallel = 0;     // candidates compiled at once (rules/search.cpp), 0 = auto
 };
 
 struct DeviceSpec {

@@ -1,5 +1,8 @@
 #include "rules/search.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "engine/journal.h"
 #include "engine/mcts.h"
 #include "rules/ceiling.h"
@@ -60,20 +63,33 @@ class SearchEvaluator : public mcts::Evaluator {
       : m_ctx(ctx), m_executor(executor), m_target(target), m_family(family),
         m_strategies(strategies), m_llm(llm) {}
 
+  // Compile ahead: with each evaluation, also compile the next `count`
+  // strategy actions the proposer lists under the same parent (what the search
+  // expands next while the parent stays open) in the same parallel ninja run.
+  // Their results land in the content-addressed compile cache, so when the
+  // search takes them their compile is a cache hit; a guess the search never
+  // takes costs an idle core, not time. Outcomes and the tree do not change.
+  void compile_ahead(const mcts::Tree& tree, StrategyProposer& proposer, int count) {
+    m_tree = &tree;
+    m_ahead_from = &proposer;
+    m_ahead = count;
+  }
+
   mcts::Outcome evaluate(const mcts::EvalRequest& req) override {
     if (req.action.kind == "llm") {
       if (!m_llm) throw std::runtime_error("an llm action without a model configured");
       return m_llm->evaluate(req);
     }
-    const Strategy* s = nullptr;
-    for (const auto& x : m_strategies)
-      if (x.name == req.action.strategy) s = &x;
-    if (!s) throw std::runtime_error("unknown strategy " + req.action.strategy);
-    std::string name = s->name;
-    for (const auto& [k, v] : req.action.params.items()) name += "-" + k + v.dump();
-    name += s->source.extension().string();
-    CandidateSource src{name, instantiate(*s, req.action.params, signature_facts(m_target)),
-                        s->source.extension() == ".cu" ? CandidateLang::Cuda : CandidateLang::Cpp};
+    CandidateSource src = source_for(req.action);
+    if (m_ahead > 0 && m_tree && m_ahead_from) {
+      std::vector<CandidateSource> batch{src};
+      mcts::Rng rng(0);  // StrategyProposer::actions does not draw from it
+      for (const auto& a : m_ahead_from->actions(*m_tree, req.parent, rng)) {
+        if (static_cast<int>(batch.size()) > m_ahead) break;
+        if (a.kind == "strategy") batch.push_back(source_for(a));
+      }
+      if (batch.size() > 1) compile_candidates(m_ctx, batch);
+    }
     mcts::Outcome out = judge_candidate(m_ctx, m_executor, m_target, m_family, src);
     out.steps["proposer"] = "strategy";
     out.steps["what"] = describe_action(req.action, req.parent);
@@ -85,8 +101,23 @@ class SearchEvaluator : public mcts::Evaluator {
   Executor& m_executor;
   const Target& m_target;
   const Family& m_family;
+  CandidateSource source_for(const mcts::Action& action) const {
+    const Strategy* s = nullptr;
+    for (const auto& x : m_strategies)
+      if (x.name == action.strategy) s = &x;
+    if (!s) throw std::runtime_error("unknown strategy " + action.strategy);
+    std::string name = s->name;
+    for (const auto& [k, v] : action.params.items()) name += "-" + k + v.dump();
+    name += s->source.extension().string();
+    return {name, instantiate(*s, action.params, signature_facts(m_target)),
+            s->source.extension() == ".cu" ? CandidateLang::Cuda : CandidateLang::Cpp};
+  }
+
   const std::vector<Strategy>& m_strategies;
   LlmEvaluator* m_llm;
+  const mcts::Tree* m_tree = nullptr;
+  StrategyProposer* m_ahead_from = nullptr;
+  int m_ahead = 0;
 };
 
 // What every outcome of this target depends on; a change starts the journal over.
@@ -261,6 +292,16 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
       by_llm = std::make_unique<LlmEvaluator>(ctx, *executor, *cached, std::move(in));
     }
     SearchEvaluator evaluator(ctx, *executor, t, *family, strategies, by_llm.get());
+    // budget.parallel = candidates compiled at once (evaluations stay one at a
+    // time: timings on a shared device would not be honest). 0: one per core
+    // for CUDA (nvcc takes seconds per candidate), 1 for the CPU backend (the
+    // host compiler takes a tenth of a second; ahead would only add work).
+    int width = ctx.manifest.budget.parallel;
+    if (width <= 0)
+      width = ctx.device.backend == "cuda"
+                  ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
+                  : 1;
+    if (width > 1 && want.strategies) evaluator.compile_ahead(tree, by_strategy, width - 1);
     try {
       mcts::run_search(search, evaluator, budget, journal);
     } catch (const std::exception& e) {

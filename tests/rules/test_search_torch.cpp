@@ -78,5 +78,46 @@ TEST_CASE("the example's targets are searched, a candidate is accepted, and the 
   CHECK(r3["steps_run"].get<int>() <= 2 * targets + 2 * newly_accepted);
 }
 
+// budget.parallel > 1: each evaluation also compiles the next candidates the
+// proposer lists (rules/search.cpp, compile_ahead), in the same ninja run; when
+// the search reaches them their compile is a cache hit. Evaluations stay serial
+// and the journal is the same kind of tree.
+TEST_CASE("budget.parallel compiles the next candidates ahead; the search takes them from the cache") {
+  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
+  if (std::system(("'" + (repo / ".venv/bin/python").string() +
+                   "' -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
+    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
+    return;
+  }
+  test::TempDir dir;
+  fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  transformer: {run: python transformer.py}\n"
+                   "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\n"
+                   "budget: {iterations: 4, parallel: 3}\n");
+  auto build = test::run_forge("--json build", dir.path());
+  INFO(build.err);
+  REQUIRE(build.exit_code == 0);
+  json r = json::parse(build.out);
+  REQUIRE(r["targets"].size() == 1);
+  CHECK(r["targets"][0]["iterations"] == 4);
+
+  // The evaluation records (store objects: a 20-byte header, then JSON).
+  int evaluated = 0, compiled_ahead = 0;
+  for (const auto& f : fs::recursive_directory_iterator(dir / ".forge" / "objects")) {
+    if (!f.is_regular_file()) continue;
+    const std::string text = test::read_text(f.path());
+    if (text.size() < 20) continue;
+    json rec = json::parse(text.substr(20), nullptr, false);
+    if (!rec.is_object() || !rec.contains("candidate") || !rec.contains("compile")) continue;
+    ++evaluated;
+    if (rec["compile"].value("cached", false)) ++compiled_ahead;
+  }
+  CHECK(evaluated == 4);
+  // The first evaluation compiled itself and the next two; at least those two
+  // were then taken from the cache (the root's list is the proposer's order).
+  CHECK(compiled_ahead >= 2);
+}
+
 TEST_SUITE_END();
 }  // namespace forge
