@@ -35,10 +35,13 @@ void print_calls(const json& merged) {
 
 int cmd_run(const Invocation& inv) {
   std::optional<fs::path> json_report;
+  bool unchecked = false;
   size_t i = 0;
   for (; i < inv.args.size() && inv.args[i] != "--"; ++i) {
     if (inv.args[i] == "--json-report" && i + 1 < inv.args.size())
       json_report = fs::absolute(inv.args[++i]);
+    else if (inv.args[i] == "--unchecked")
+      unchecked = true;
     else
       throw UsageError("unexpected argument '" + inv.args[i] + "' for 'run' (the command goes after --)");
   }
@@ -47,6 +50,11 @@ int cmd_run(const Invocation& inv) {
   const fs::path lib = package_dir(m) / "libforge.so";
   if (!fs::exists(lib))
     throw Error("no package at " + lib.string() + ": run `forge build` first (it packages the accepted kernels)");
+  // A package whose end-to-end check failed (a model crashed or its outputs
+  // differed with the library loaded) is not loaded into the user's program.
+  if (auto failed = failed_package_check(m); failed && !unchecked)
+    throw Error("the end-to-end check of this package failed for " + *failed +
+                "; fix it and run `forge build`, or pass --unchecked to load it anyway");
 
   const fs::path reports = m.store / "tmp" / ("run-" + std::to_string(::getpid()));
   fs::create_directories(reports);

@@ -184,7 +184,7 @@ const std::vector<CommandDef>& commands() {
       {"bisect", "bisect TARGET --slower-than US | --fails-on INPUT",
        "the first history commit whose kernel is slower than US µs or fails on INPUT",
        cmd_bisect},
-      {"run", "run [--json-report FILE] -- COMMAND...",
+      {"run", "run [--json-report FILE] [--unchecked] -- COMMAND...",
        "run a program with the forged kernels loaded; prints forged/fallback calls", cmd_run},
       {"serve", "serve [--port N] [--bind ADDR]",
        "a live browser view of builds, search trees, kernels and failures", cmd_serve},

@@ -255,7 +255,9 @@ void PackageRule::apply(BuildContext& ctx) {
   ctx.package = {{"status", "ok"}, {"library", lib.string()}, {"entries", entries.size()},
                  {"digest", digest}, {"models", json::object()}};
 
-  // End-to-end, per model with a forged target.
+  // End-to-end, per model with a forged target. The verdicts also go to
+  // checks.json beside the library, for `forge run` (package_checks).
+  json checks = {{"digest", digest}, {"models", json::object()}};
   for (const auto& m : ctx.manifest.models) {
     auto it = forged_by_model.find(m.name);
     if (it == forged_by_model.end()) continue;
@@ -288,7 +290,24 @@ void PackageRule::apply(BuildContext& ctx) {
       ctx.notes.push_back("package: end-to-end check of " + m.name + " failed: " +
                           rec.value("reason", ""));
     ctx.package["models"][m.name] = rec;
+    checks["models"][m.name] = {{"status", record_ok(rec) ? "ok" : "failed"},
+                                {"reason", rec.value("reason", "")}};
   }
+  if (!ctx.options.dry_run) write_file_atomic(dir / "checks.json", checks.dump(2) + "\n");
+}
+
+std::optional<std::string> failed_package_check(const Manifest& manifest) {
+  const fs::path dir = package_dir(manifest);
+  std::string digest, text;
+  if (!read_file(dir / "digest", &digest) || !read_file(dir / "checks.json", &text)) return std::nullopt;
+  json checks = json::parse(text, nullptr, false);
+  // Verdicts about another package (a build stopped before its checks) say nothing.
+  if (!checks.is_object() || checks.value("digest", "") != digest) return std::nullopt;
+  const json models = checks.value("models", json::object());
+  for (const auto& [model, c] : models.items())
+    if (!c.is_object() || c.value("status", "") != "ok")
+      return "model '" + model + "': " + (c.is_object() ? c.value("reason", "failed") : "failed");
+  return std::nullopt;
 }
 
 }  // namespace forge

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "engine/build.h"
 
@@ -22,6 +24,10 @@ class PackageRule : public Rule {
 
 // Where `forge package` puts the library: <store>/package.
 std::filesystem::path package_dir(const Manifest& manifest);
+
+// When the last end-to-end check of the current package failed for a model
+// (<store>/package/checks.json, written by PackageRule): which and why.
+std::optional<std::string> failed_package_check(const Manifest& manifest);
 
 // Sums the per-process reports libforge.so writes into `dir`
 // (FORGE_PACKAGE_REPORT): {"entries": [...], "fallback": [...]}, entries and

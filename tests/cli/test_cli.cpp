@@ -68,5 +68,29 @@ TEST_CASE("clean removes the store and is idempotent") {
   CHECK(json::parse(r.out)["removed"] == false);
 }
 
+TEST_CASE("forge run refuses a package whose end-to-end check failed, unless --unchecked") {
+  test::TempDir dir;
+  test::write_text(dir / "forge.yaml", "models:\n  m: {run: python m.py}\n");
+  const auto pkg = dir / ".forge" / "package";
+  test::write_text(pkg / "libforge.so", "");  // never loaded: the command is not python
+  test::write_text(pkg / "digest", "d1");
+  test::write_text(pkg / "checks.json",
+                   R"({"digest": "d1", "models": {"m": {"status": "failed",)"
+                   R"( "reason": "`python m.py` with libforge.so loaded exit code 139"}}})");
+  auto r = run_forge("run -- true", dir.path());
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("end-to-end check of this package failed for model 'm'") != std::string::npos);
+  CHECK(r.err.find("exit code 139") != std::string::npos);
+  r = run_forge("run --unchecked -- true", dir.path());
+  CHECK(r.exit_code == 0);
+  // Verdicts about another package (digest changed since) do not block it.
+  test::write_text(pkg / "digest", "d2");
+  CHECK(run_forge("run -- true", dir.path()).exit_code == 0);
+  // Nor does a passing check.
+  test::write_text(pkg / "digest", "d1");
+  test::write_text(pkg / "checks.json", R"({"digest": "d1", "models": {"m": {"status": "ok", "reason": ""}}})");
+  CHECK(run_forge("run -- true", dir.path()).exit_code == 0);
+}
+
 TEST_SUITE_END();
 }  // namespace forge

@@ -115,6 +115,10 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   CHECK(e2e["mismatches"] == 0);
   CHECK(e2e["stock_seconds"].get<double>() > 0);
   CHECK(e2e["amdahl_bound"].get<double>() >= 1.0);
+  // The verdict `forge run` consults before loading the package.
+  json checks = json::parse(test::read_text(dir / ".forge" / "package" / "checks.json"));
+  CHECK(checks["digest"] == pkg["digest"]);
+  CHECK(checks["models"]["app"]["status"] == "ok");
 
   auto run = test::run_forge("run --json-report report.json -- python probe.py", dir.path());
   INFO(run.out << run.err);
