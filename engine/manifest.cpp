@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <regex>
 #include <string_view>
 
 #include "util/error.h"
@@ -32,7 +33,7 @@ const std::vector<Section>& sections() {
       {"",
        {"version", "models", "targets", "budget", "device", "capture", "proposer", "history",
         "store", "executor", "slurm", "cache"}},
-      {"models.NAME", {"run", "torchscript", "inputs", "workdir", "env"}},
+      {"models.NAME", {"run", "torchscript", "inputs", "workdir", "env", "latency"}},
       {"targets", {"ops", "top", "min_share"}},
       {"budget", {"iterations", "seconds", "parallel"}},
       {"device", {"backend", "arch"}},
@@ -443,6 +444,16 @@ class ManifestParser {
     model.workdir = m_result.dir;
     if (const Entry* w = find(fields, "workdir")) model.workdir = path_value(*w);
     if (const Entry* env = find(fields, "env")) model.env = parse_env(*env);
+    if (const Entry* l = find(fields, "latency")) {
+      model.latency = non_empty_string(*l);
+      const char* expected =
+          "'latency' must be a regular expression with a group capturing a number, e.g. '([0-9.]+) ms'";
+      try {
+        if (std::regex(model.latency).mark_count() < 1) fail(where(*l), expected);
+      } catch (const std::regex_error& ex) {
+        fail(where(*l), std::string(expected) + " (" + ex.what() + ")");
+      }
+    }
     return model;
   }
 

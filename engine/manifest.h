@@ -28,6 +28,10 @@ struct ModelSpec {
   std::filesystem::path inputs;       // inputs file for torchscript (absolute)
   std::filesystem::path workdir;      // absolute; default: the manifest's folder
   std::map<std::string, std::string> env;  // extra environment for the run
+  // A regular expression whose first group captures the model's own time
+  // figure in its stdout (e.g. "([0-9.]+) ms/iter"); the end-to-end check
+  // compares those instead of whole-command wall time. Empty: wall time.
+  std::string latency;
 };
 
 struct TargetSelection {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <regex>
 
 #include "rules/compile.h"
 #include "rules/family.h"
@@ -127,15 +129,31 @@ json end_to_end(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt,
   }
   json merged = merge_package_reports(reports);
   fs::remove_all(reports, ec);
-  // 2. Latency: alternating runs of the whole command, stock first.
-  std::vector<double> stock, forged;
+  // 2. Latency: alternating runs of the whole command, stock first; with
+  // `latency`, also the model's own figure from its stdout (last match).
+  std::vector<double> stock, forged, stock_own, forged_own;
+  const std::optional<std::regex> pattern =
+      m.latency.empty() ? std::nullopt : std::optional<std::regex>(std::regex(m.latency));
   for (int i = 0; i < runs; ++i) {
     for (bool f : {false, true}) {
       CommandResult t = run(f, false);
       if (!t.ok()) return failed_record("`" + m.run + "` " + t.describe() + " in a timed run");
       (f ? forged : stock).push_back(t.seconds);
+      if (!pattern) continue;
+      std::optional<double> figure;
+      for (auto it = std::sregex_iterator(t.out.begin(), t.out.end(), *pattern);
+           it != std::sregex_iterator(); ++it)
+        figure = std::strtod((*it)[1].str().c_str(), nullptr);
+      if (!figure || !(*figure > 0))
+        return failed_record("no positive number matched the latency pattern '" + m.latency +
+                                 "' in the output of `" + m.run + "`",
+                             t.out.size() > 2000 ? t.out.substr(t.out.size() - 2000) : t.out);
+      (f ? forged_own : stock_own).push_back(*figure);
     }
   }
+  // What the verdict compares: the model's own figures when it reports them.
+  const std::vector<double>& cmp_stock = pattern ? stock_own : stock;
+  const std::vector<double>& cmp_forged = pattern ? forged_own : forged;
   long forged_calls = 0, mismatches = 0, fallback_calls = 0;
   double worst_tol = 0;
   for (const auto& e : merged["entries"]) {
@@ -154,13 +172,19 @@ json end_to_end(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt,
               {"forged_seconds", median(forged)},
               {"stock_range", {*std::min_element(stock.begin(), stock.end()), *std::max_element(stock.begin(), stock.end())}},
               {"forged_range", {*std::min_element(forged.begin(), forged.end()), *std::max_element(forged.begin(), forged.end())}},
-              {"speedup", median(forged) > 0 ? median(stock) / median(forged) : 0.0},
+              {"speedup", median(cmp_forged) > 0 ? median(cmp_stock) / median(cmp_forged) : 0.0},
               // Faster only when every forged run beat every stock run: whole-command
               // times include interpreter start-up and vary by tens of percent.
-              {"significant", *std::max_element(forged.begin(), forged.end()) <
-                                  *std::min_element(stock.begin(), stock.end())},
-              {"timing", "wall time of the whole command, medians of alternating runs"},
+              {"significant", *std::max_element(cmp_forged.begin(), cmp_forged.end()) <
+                                  *std::min_element(cmp_stock.begin(), cmp_stock.end())},
+              {"timing", pattern ? "the model's own figure (models." + m.name +
+                                       ".latency), medians of alternating runs"
+                                 : std::string("wall time of the whole command, medians of alternating runs")},
               {"calls", merged}};
+  if (pattern) {
+    out["stock_latency"] = median(stock_own);
+    out["forged_latency"] = median(forged_own);
+  }
   if (mismatches) out["reason"] = "forged outputs differ from stock in the model run";
   return out;
 }
@@ -276,6 +300,7 @@ void PackageRule::apply(BuildContext& ctx) {
                    // Relative to forge.yaml: clones in other places share through a cache.
                    {"workdir", fs::relative(m.workdir, ctx.manifest.dir).generic_string()},
                    {"files", named_files_digest(m)},
+                   {"latency", m.latency},
                    {"device", ctx.device.fingerprint()},
                    {"toolchain", ctx.toolchain.fingerprint()},
                    {"runs", std::to_string(runs)}};

@@ -291,6 +291,18 @@ TEST_CASE("models errors") {
           "  enc:\n"
           "  ^");
   }
+  SUBCASE("latency must be a regular expression with a group") {
+    CHECK(manifest_error("models:\n  m: {run: x, latency: 'ms'}\n") ==
+          "forge.yaml:2:24: 'latency' must be a regular expression with a group capturing a number, "
+          "e.g. '([0-9.]+) ms'\n"
+          "  m: {run: x, latency: 'ms'}\n"
+          "                       ^");
+    CHECK(manifest_error("models:\n  m: {run: x, latency: '(['}\n")
+              .rfind("forge.yaml:2:24: 'latency' must be a regular expression", 0) == 0);
+    CHECK(parse_manifest("models:\n  m: {run: x, latency: '([0-9.]+) ms/iter'}\n", "forge.yaml")
+              .models[0]
+              .latency == "([0-9.]+) ms/iter");
+  }
   SUBCASE("inputs with run") {
     CHECK(manifest_error("models:\n  enc:\n    run: x\n    inputs: i.pt\n") ==
           "forge.yaml:4:5: 'inputs' is only allowed with 'torchscript'\n"

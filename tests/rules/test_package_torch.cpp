@@ -21,14 +21,16 @@ TEST_SUITE_BEGIN("rules::PackageTorch");
 
 namespace {
 
-const char* kApp = R"(import torch, torch.nn as nn
+const char* kApp = R"(import time, torch, torch.nn as nn
 torch.manual_seed(0)
 ln = nn.LayerNorm(64)
 x = torch.randn(4, 128, 64)
 with torch.no_grad():  # inference: the guard leaves calls that need grad to stock
+    t0 = time.perf_counter()
     for _ in range(3):
         y = ln(x)
 print(float(y.sum()))
+print("took %.4f ms" % ((time.perf_counter() - t0) * 1e3))
 )";
 
 // Compares every call against float64 (which the guard sends to stock).
@@ -96,7 +98,7 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   test::write_text(dir / "app.py", kApp);
   test::write_text(dir / "probe.py", kProbe);
   test::write_text(dir / "forge.yaml",
-                   "models:\n  app: {run: python app.py}\n"
+                   "models:\n  app: {run: python app.py, latency: 'took ([0-9.]+) ms'}\n"
                    "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\n"
                    "budget: {iterations: 3}\n");
   auto build = test::run_forge("--json build", dir.path());
@@ -115,6 +117,12 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   CHECK(e2e["mismatches"] == 0);
   CHECK(e2e["stock_seconds"].get<double>() > 0);
   CHECK(e2e["amdahl_bound"].get<double>() >= 1.0);
+  // models.app.latency: the verdict compares the app's own figure.
+  CHECK(e2e["stock_latency"].get<double>() > 0);
+  CHECK(e2e["forged_latency"].get<double>() > 0);
+  CHECK(e2e["timing"].get<std::string>().find("models.app.latency") != std::string::npos);
+  CHECK(e2e["speedup"].get<double>() ==
+        doctest::Approx(e2e["stock_latency"].get<double>() / e2e["forged_latency"].get<double>()));
   // The verdict `forge run` consults before loading the package.
   json checks = json::parse(test::read_text(dir / ".forge" / "package" / "checks.json"));
   CHECK(checks["digest"] == pkg["digest"]);
