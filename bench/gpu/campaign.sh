@@ -38,7 +38,7 @@ done
 # fault handler (and gdb's backtrace where gdb exists), logs kept.
 for m in ${FORGE_CAMPAIGN_DIAG:-}; do
   script=$(sed -n 's/.*run: python \([A-Za-z0-9_./-]*\.py\).*/\1/p' "bench/gpu/campaign/$m/forge.yaml")
-  PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1 timeout 90 build-gpu/forge -C "bench/gpu/campaign/$m" run -- \
+  PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1 timeout 90 build-gpu/forge -C "bench/gpu/campaign/$m" run --unchecked -- \
     python "$PWD/bench/models/$script" > "$OUT/diag-$m.log" 2>&1
   echo "diag $m: forge run rc=$?"; tail -n 25 "$OUT/diag-$m.log"
   if command -v gdb > /dev/null; then
