@@ -97,10 +97,6 @@ class SearchEvaluator : public mcts::Evaluator {
   }
 
  private:
-  BuildContext& m_ctx;
-  Executor& m_executor;
-  const Target& m_target;
-  const Family& m_family;
   CandidateSource source_for(const mcts::Action& action) const {
     const Strategy* s = nullptr;
     for (const auto& x : m_strategies)
@@ -113,6 +109,10 @@ class SearchEvaluator : public mcts::Evaluator {
             s->source.extension() == ".cu" ? CandidateLang::Cuda : CandidateLang::Cpp};
   }
 
+  BuildContext& m_ctx;
+  Executor& m_executor;
+  const Target& m_target;
+  const Family& m_family;
   const std::vector<Strategy>& m_strategies;
   LlmEvaluator* m_llm;
   const mcts::Tree* m_tree = nullptr;
