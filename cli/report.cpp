@@ -70,14 +70,23 @@ static void print_package(const json& p) {
   const json models = p.value("models", json::object());  // items() must not outlive it
   for (const auto& [name, m] : models.items()) {
     if (m.value("status", "") != "ok" && !m.contains("forged_calls")) {
-      std::printf("  %s: end-to-end check failed: %s\n", name.c_str(), m.value("reason", "").c_str());
+      std::printf("  %s: end-to-end check failed: %s (`forge run` refuses this package; "
+                  "--unchecked loads it anyway)\n",
+                  name.c_str(), m.value("reason", "").c_str());
       continue;
     }
+    // With models.NAME.latency the verdict compares the model's own figure.
+    char timing[160];
+    if (m.contains("stock_latency"))
+      std::snprintf(timing, sizeof timing, "its own figure %.4g -> %.4g (models.%s.latency)",
+                    m.value("stock_latency", 0.0), m.value("forged_latency", 0.0), name.c_str());
+    else
+      std::snprintf(timing, sizeof timing, "whole command %.3f s -> %.3f s",
+                    m.value("stock_seconds", 0.0), m.value("forged_seconds", 0.0));
     std::printf("  %s: %ld forged calls, %ld fell back, %ld mismatches against stock; "
-                "whole command %.3f s -> %.3f s (%s×, %s; Amdahl bound %s×)\n",
+                "%s (%s×, %s; Amdahl bound %s×)\n",
                 name.c_str(), m.value("forged_calls", 0L), m.value("fallback_calls", 0L),
-                m.value("mismatches", 0L), m.value("stock_seconds", 0.0),
-                m.value("forged_seconds", 0.0), fmt(m["speedup"], "%.2f").c_str(),
+                m.value("mismatches", 0L), timing, fmt(m["speedup"], "%.2f").c_str(),
                 m.value("significant", false) ? "every forged run faster" : "within run-to-run noise",
                 fmt(m["amdahl_bound"], "%.2f").c_str());
   }
