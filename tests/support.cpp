@@ -63,4 +63,12 @@ bool have_gpu() {
   return gpu;
 }
 
+bool have_torch() {
+  static const bool ok = [] {
+    const auto python = std::filesystem::path(FORGE_TEST_DIR).parent_path() / ".venv" / "bin" / "python";
+    return std::system(("'" + python.string() + "' -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
+  }();
+  return ok;
+}
+
 }  // namespace forge::test

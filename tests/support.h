@@ -34,7 +34,20 @@ CliResult run_forge(const std::string& args, const std::filesystem::path& cwd);
 // True when a CUDA GPU is usable here; GPU tests start with FORGE_SKIP_WITHOUT_GPU().
 bool have_gpu();
 
+// True when the repository's .venv/bin/python imports torch (`make venv`);
+// tests that run models start with FORGE_SKIP_WITHOUT_TORCH().
+bool have_torch();
+
 }  // namespace forge::test
+
+// Marks a torch test as skipped, visibly, where torch is not importable.
+#define FORGE_SKIP_WITHOUT_TORCH()                                                \
+  do {                                                                            \
+    if (!forge::test::have_torch()) {                                             \
+      MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");   \
+      return;                                                                     \
+    }                                                                             \
+  } while (0)
 
 // Marks a GPU test as skipped, visibly, on machines without a GPU.
 #define FORGE_SKIP_WITHOUT_GPU()                                             \

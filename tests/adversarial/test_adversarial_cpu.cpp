@@ -27,13 +27,6 @@ namespace {
 const fs::path kRepo = fs::path(FORGE_TEST_DIR).parent_path();
 const fs::path kCheats = fs::path(FORGE_TEST_DIR) / "adversarial" / "cpu";
 
-bool have_torch() {
-  static const bool ok = std::system(("'" + (kRepo / ".venv/bin/python").string() +
-                                      "' -c 'import torch' >/dev/null 2>&1")
-                                         .c_str()) == 0;
-  return ok;
-}
-
 struct Expect {
   const char* file;
   const char* verdict;
@@ -66,10 +59,7 @@ std::string quote(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("every CPU cheat is rejected with its reason; the honest softmax is accepted") {
-  if (!have_torch()) {
-    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
-    return;
-  }
+  FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   test::write_text(dir / "softmax.py",
                    "import torch\n"

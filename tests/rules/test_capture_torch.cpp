@@ -22,18 +22,6 @@ namespace {
 
 const fs::path kRepo = fs::path(FORGE_TEST_DIR).parent_path();
 
-bool have_torch() {
-  static const bool ok =
-      std::system(("'" + (kRepo / ".venv/bin/python").string() +
-                   "' -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-  return ok;
-}
-
-#define SKIP_WITHOUT_TORCH()                                                   \
-  if (!have_torch()) {                                                         \
-    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`"); \
-    return;                                                                    \
-  }
 
 // A copy of examples/tiny with every target selected.
 void make_project(const fs::path& dir) {
@@ -55,7 +43,7 @@ std::set<std::string> ops_of(const json& targets) {
 }  // namespace
 
 TEST_CASE("unmodified scripts become ranked targets; an unchanged build does no work") {
-  SKIP_WITHOUT_TORCH();
+  FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   make_project(dir.path());
 
@@ -149,7 +137,7 @@ TEST_CASE("unmodified scripts become ranked targets; an unchanged build does no 
 }
 
 TEST_CASE("a TorchScript file with an inputs file is captured from C++") {
-  SKIP_WITHOUT_TORCH();
+  FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   test::write_text(dir / "export.py",
                    "import torch, torch.nn as nn, torch.nn.functional as F\n"
@@ -176,7 +164,7 @@ TEST_CASE("a TorchScript file with an inputs file is captured from C++") {
 }
 
 TEST_CASE("a model whose command fails is reported with its output, exit 1") {
-  SKIP_WITHOUT_TORCH();
+  FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   test::write_text(dir / "bad.py", "import torch\nraise SystemExit('no weights here')\n");
   test::write_text(dir / "forge.yaml", "models:\n  bad: {run: python bad.py}\n");

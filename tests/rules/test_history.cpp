@@ -292,12 +292,7 @@ TEST_CASE("forge log and forge diff") {
 // The whole loop: search accepts, history commits, a rebuild adds nothing.
 TEST_CASE("forge build commits accepted kernels to forge/kernels in the project's repository") {
   const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
-  if (std::system(
-          ("'" + (repo / ".venv/bin/python").string() + "' -c 'import torch' >/dev/null 2>&1")
-              .c_str()) != 0) {
-    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
-    return;
-  }
+  FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   git(dir.path(), "init -q -b main");
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");

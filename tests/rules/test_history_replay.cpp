@@ -54,13 +54,6 @@ HistoryEntry entry(const std::string& target, const std::string& file, const std
   return e;
 }
 
-bool have_torch() {
-  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
-  return std::system(
-             ("'" + (repo / ".venv/bin/python").string() + "' -c 'import torch' >/dev/null 2>&1")
-                 .c_str()) == 0;
-}
-
 }  // namespace
 
 TEST_SUITE_BEGIN("rules::HistoryReplay");
@@ -142,10 +135,7 @@ TEST_CASE("kernels_at, kernel_at and commits_changing read the branch back") {
 // (cached the second time); hand-written commits (a correct kernel, then a
 // deliberately wrong one) give bisect something to find.
 TEST_CASE("forge replay and forge bisect on a real build") {
-  if (!have_torch()) {
-    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
-    return;
-  }
+  FORGE_SKIP_WITHOUT_TORCH();
   const fs::path src = fs::path(FORGE_TEST_DIR).parent_path();
   test::TempDir dir;
   git(dir.path(), "init -q -b main");

@@ -37,11 +37,7 @@ bool tree_contains(const fs::path& root, const std::string& needle) {
 
 TEST_CASE("forge build with the command provider: an llm kernel verifies and is reported") {
   const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
-  if (std::system(("'" + (repo / ".venv/bin/python").string() +
-                   "' -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
-    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
-    return;
-  }
+  FORGE_SKIP_WITHOUT_TORCH();
   const std::string key = "sk-PLANTED-build-key-5150";
   ::setenv("FORGE_TEST_PLANTED_KEY", key.c_str(), 1);
   test::TempDir dir;

@@ -88,12 +88,7 @@ print("compiled ok")
 }  // namespace
 
 TEST_CASE("forge run: forged inside the signature family, stock outside, exit code passed on") {
-  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
-  if (std::system(("'" + (repo / ".venv/bin/python").string() +
-                   "' -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
-    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
-    return;
-  }
+  FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   test::write_text(dir / "app.py", kApp);
   test::write_text(dir / "probe.py", kProbe);

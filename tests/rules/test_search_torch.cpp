@@ -24,11 +24,7 @@ TEST_SUITE_BEGIN("rules::SearchTorch");
 // printed when it fails, so a red CI says why.
 TEST_CASE("the example's targets are searched, a candidate is accepted, and the tree is incremental") {
   const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
-  if (std::system(("'" + (repo / ".venv/bin/python").string() +
-                   "' -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
-    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
-    return;
-  }
+  FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
   test::write_text(dir / "forge.yaml",
@@ -84,11 +80,7 @@ TEST_CASE("the example's targets are searched, a candidate is accepted, and the 
 // and the journal is the same kind of tree.
 TEST_CASE("budget.parallel compiles the next candidates ahead; the search takes them from the cache") {
   const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
-  if (std::system(("'" + (repo / ".venv/bin/python").string() +
-                   "' -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
-    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
-    return;
-  }
+  FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
   test::write_text(dir / "forge.yaml",

@@ -55,11 +55,7 @@ TEST_SUITE_BEGIN("rules::SlurmBuild");
 
 TEST_CASE("builds through Slurm and a shared HTTP cache") {
   const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
-  if (std::system(("'" + (repo / ".venv/bin/python").string() +
-                   "' -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
-    MESSAGE("SKIPPED (torch is not importable from .venv): run `make venv`");
-    return;
-  }
+  FORGE_SKIP_WITHOUT_TORCH();
   FORGE_SKIP_WITHOUT_DAEMONS();
   auto& env = test::DaemonEnv::get();
   test::TempDir dir;
