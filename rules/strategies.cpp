@@ -7,6 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "runtime/abi/forge_kernel.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -95,8 +96,9 @@ SignatureFacts signature_facts(const Target& target) {
   const json* in = first_tensor(a);
   const json* out = first_tensor(target.outputs);
   if (in && out) {
-    // The ABI's dtype codes (forge_kernel.h: float32 0, float16 2, bfloat16 3).
-    static const std::map<std::string, int> code = {{"float32", 0}, {"float16", 2}, {"bfloat16", 3}};
+    // The ABI's dtype codes; the templates' with_dtype covers these three.
+    static const std::map<std::string, int> code = {
+        {"float32", FORGE_FLOAT32}, {"float16", FORGE_FLOAT16}, {"bfloat16", FORGE_BFLOAT16}};
     auto i = code.find(in->value("dtype", "")), o = code.find(out->value("dtype", ""));
     if (i != code.end() && o != code.end()) f.dtypes = (1u << i->second) | (1u << o->second);
   }

@@ -45,7 +45,8 @@ namespace {
 void warn(const std::string& m) { std::fprintf(stderr, "forge: warning: %s\n", m.c_str()); }
 
 // FORGE_PACKAGE_TRACE=1: one stderr line per step of every overridden call
-// (which entry matched, kernel, fallback), flushed, to locate a crash.
+// (which entry matched, kernel, fallback), flushed, to locate a crash. Callers
+// that build a detail string check tracing() first: this is the per-call path.
 bool tracing() {
   static const bool on = std::getenv("FORGE_PACKAGE_TRACE") && std::string(std::getenv("FORGE_PACKAGE_TRACE")) == "1";
   return on;
@@ -288,7 +289,7 @@ class Override : public c10::OperatorKernel {
         m_check(std::getenv("FORGE_PACKAGE_CHECK") && std::string(std::getenv("FORGE_PACKAGE_CHECK")) == "1") {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
-    trace("enter", m_op + " stack " + std::to_string(stack->size()));
+    if (tracing()) trace("enter", m_op + " stack " + std::to_string(stack->size()));
     const size_t n = op.schema().arguments().size();
     auto args = torch::jit::last(*stack, n);
     if (tracing()) trace("args", call_signature(args));
@@ -317,7 +318,7 @@ class Override : public c10::OperatorKernel {
     }
     trace("stock");
     std::vector<c10::IValue> outs = m_stock(a);
-    trace("stock returned", std::to_string(outs.size()) + " values");
+    if (tracing()) trace("stock returned", std::to_string(outs.size()) + " values");
     torch::jit::drop(*stack, n);
     for (auto& v : outs) torch::jit::push(*stack, std::move(v));
   }
