@@ -56,6 +56,17 @@ cases = {
     "forged": "print('err', gn((1, 128, 512, 512)))",
     "fallback": "print('err', gn((1, 512, 64, 64)))",
     "both": "print('err', gn((1, 512, 64, 64)), gn((1, 128, 512, 512)), gn((1, 512, 64, 64)))",
+    # Which path crashes: Python's boxed call into aten directly (no
+    # composite group_norm in between), inference mode (no autograd key), and
+    # grad mode on (autograd's kernel, no grad needed).
+    "aten direct": "x = torch.randn(1, 128, 512, 512, device='cuda', dtype=torch.bfloat16); w = torch.ones(128, device='cuda', dtype=torch.bfloat16)\n"
+                   "with torch.no_grad(): y = torch.ops.aten.native_group_norm(x, w, w, 1, 128, 512 * 512, 32, 1e-5)\n"
+                   "torch.cuda.synchronize(); print('err', float(y[0].float().abs().max()))",
+    "inference mode": "x = torch.randn(1, 512, 64, 64, device='cuda', dtype=torch.bfloat16)\n"
+                      "with torch.inference_mode(): y = F.group_norm(x, 32)\n"
+                      "torch.cuda.synchronize(); print('err', float(y.float().abs().max()))",
+    "grad mode fallback": "x = torch.randn(1, 512, 64, 64, device='cuda', dtype=torch.bfloat16)\n"
+                          "y = F.group_norm(x, 32); torch.cuda.synchronize(); print('err', float(y.float().abs().max()))",
     "batch 2 (varied N)": "print('err', gn((2, 128, 512, 512)))",
     "vae eager": "import runpy, sys; sys.path.insert(0, 'bench/models'); runpy.run_path('bench/models/vae_decoder.py')",
 }
