@@ -18,7 +18,10 @@
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
+#include <cxxabi.h>
 #include <dlfcn.h>
+#include <execinfo.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -55,6 +58,30 @@ void trace(const char* what, const std::string& detail = "") {
   if (!tracing()) return;
   std::fprintf(stderr, "forge: trace: %s %s\n", what, detail.c_str());
   std::fflush(stderr);
+}
+
+// With tracing on, a crash prints the native stack (module+offset and the
+// nearest exported symbol; `addr2line -e MODULE OFFSET` names the line), since
+// Python's fault handler shows only Python frames.
+void print_native_stack(int sig) {
+  void* frames[64];
+  const int n = ::backtrace(frames, 64);
+  std::fprintf(stderr, "forge: trace: signal %d, native stack:\n", sig);
+  for (int i = 0; i < n; ++i) {
+    Dl_info info{};
+    if (::dladdr(frames[i], &info) && info.dli_fname) {
+      int status = 0;
+      char* name = info.dli_sname ? abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status) : nullptr;
+      std::fprintf(stderr, "forge: trace: frame %d %s+0x%lx %s\n", i, info.dli_fname,
+                   static_cast<unsigned long>(reinterpret_cast<char*>(frames[i]) - static_cast<char*>(info.dli_fbase)),
+                   name ? name : (info.dli_sname ? info.dli_sname : "?"));
+    } else {
+      std::fprintf(stderr, "forge: trace: frame %d %p\n", i, frames[i]);
+    }
+  }
+  std::fflush(stderr);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
 }
 
 using KernelFn = int (*)(const forge_call*);
@@ -291,6 +318,7 @@ class Override : public c10::OperatorKernel {
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     if (tracing()) trace("enter", m_op + " stack " + std::to_string(stack->size()));
     const size_t n = op.schema().arguments().size();
+    if (tracing()) trace("schema", std::to_string(n) + " arguments");
     auto args = torch::jit::last(*stack, n);
     if (tracing()) trace("args", call_signature(args));
     std::vector<int64_t> extent;
@@ -438,6 +466,10 @@ struct Loader {
       libraries().push_back(std::move(lib));
     }
     std::atexit(write_report);
+    if (tracing()) {
+      ::signal(SIGSEGV, print_native_stack);
+      ::signal(SIGABRT, print_native_stack);
+    }
   }
 };
 Loader g_loader;
