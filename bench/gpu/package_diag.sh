@@ -7,6 +7,7 @@ cd "$(dirname "$0")/../.."
 source bench/gpu/env.sh
 pkg=/tmp/pkgdiag; mkdir -p $pkg/kernels
 t0=$(date +%s)
+rm -rf /tmp/rt
 (cmake -S runtime/worker -B /tmp/rt -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
    -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" &&
  cmake --build /tmp/rt --target forge_package) > ${OUT:-/tmp}/rt.log 2>&1 || { tail -30 ${OUT:-/tmp}/rt.log; exit 1; }
@@ -15,6 +16,7 @@ cp /tmp/rt/libforge.so $pkg/
 (printf '#define FORGE_DTYPES 8\n#define FORGE_P_BLOCK 128\n#define FORGE_P_CHUNK 32768\n'; cat targets/group_norm/cuda_split_group.cu) > /tmp/gn.cu
 nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -cudart shared -gencode=arch=compute_90a,code=sm_90a \
   -Iruntime/abi -o $pkg/kernels/gn.so /tmp/gn.cu || exit 1
+bash bench/gpu/toolchain_probe.sh
 python3 bench/gpu/package_diag.py $pkg
 # The first case's native stack, libforge.so's frames named by addr2line.
 FORGE_PACKAGE_TRACE=1 python3 -c "
