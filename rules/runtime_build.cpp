@@ -90,6 +90,7 @@ std::optional<json> ensure_worker(BuildContext& ctx) {
   spec.inputs = {{"sources", tree_digest(src)},
                  {"abi", tree_digest(runtime / "abi")},
                  {"package", tree_digest(runtime / "package")},
+                 {"cmake", tree_digest(runtime / "cmake")},
                  {"toolchain", ctx.toolchain.fingerprint()},
                  {"torch_prefix", ctx.toolchain.torch_prefix}};
   const std::string key = step_key(spec);
@@ -130,6 +131,7 @@ std::optional<RuntimeLibs> ensure_runtime(BuildContext& ctx, bool with_worker) {
   spec.label = "capture library for torch " + ctx.toolchain.torch_version;
   spec.name = "runtime/capture";
   spec.inputs = {{"sources", sources},
+                 {"cmake", tree_digest(src.parent_path() / "cmake")},
                  {"toolchain", ctx.toolchain.fingerprint()},
                  {"torch_prefix", ctx.toolchain.torch_prefix}};
   const fs::path out = user_cache_dir() / "runtime" / step_key(spec).substr(0, 16);
