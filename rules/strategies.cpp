@@ -30,7 +30,12 @@ json yaml_to_json(const YAML::Node& n) {
       return j;
     }
     case YAML::NodeType::Scalar: {
+      // YAML's plain true/false are booleans (applies: {training: false}).
       const std::string s = n.Scalar();
+      if (n.Tag() != "!") {
+        if (s == "true" || s == "True" || s == "TRUE") return true;
+        if (s == "false" || s == "False" || s == "FALSE") return false;
+      }
       try {
         size_t used = 0;
         long long i = std::stoll(s, &used);

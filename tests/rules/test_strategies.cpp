@@ -72,6 +72,30 @@ TEST_CASE("applies: dtype, output dtype and layout") {
   CHECK_FALSE(strategy_applies(s, half, "cpu"));
 }
 
+TEST_CASE("applies: batch_norm's strategies take inference calls only (training is a YAML boolean)") {
+  Target t;
+  t.op = "native_batch_norm";
+  json x = {{"type", "Tensor"}, {"dtype", "bfloat16"}, {"sizes", {64, 256, 56, 56}},
+            {"strides", {802816, 3136, 56, 1}}};
+  json c = {{"type", "Tensor"}, {"dtype", "bfloat16"}, {"sizes", {256}}, {"strides", {1}}};
+  t.args = json::array({x, c, c, c, c, {{"type", "bool"}, {"value", false}},
+                        {{"type", "float"}, {"value", 0.1}}, {{"type", "float"}, {"value", 1e-5}}});
+  t.outputs = json::array({x});
+  int cuda = 0, cpu = 0;
+  for (const auto& f : load_families(default_targets_dir()))
+    if (f.name == "batch_norm")
+      for (const auto& s : load_strategies(f)) {
+        cuda += strategy_applies(s, t, "cuda");
+        cpu += strategy_applies(s, t, "cpu");
+      }
+  CHECK(cuda == 2);
+  CHECK(cpu == 2);
+  t.args[5]["value"] = true;
+  for (const auto& f : load_families(default_targets_dir()))
+    if (f.name == "batch_norm")
+      for (const auto& s : load_strategies(f)) CHECK_FALSE(strategy_applies(s, t, "cuda"));
+}
+
 TEST_CASE("the proposer starts with each strategy's defaults, then refines one step at a time") {
   std::vector<Strategy> lib{make("a", {{"X", {1, 2, 3}}}), make("b", {{"Y", {7}}})};
   StrategyProposer p(lib);
