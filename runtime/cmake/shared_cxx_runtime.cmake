@@ -1,15 +1,32 @@
-# forge_link_shared_cxx_runtime(TARGET): link the C++ runtime as the shared
-# libstdc++.so.6, whatever the compiler's default.
+# forge_link_shared_cxx_runtime(TARGET): link TARGET against the very
+# libstdc++.so.6 that torch loads, whatever the compiler's default.
 #
-# forge's runtime is loaded into Python beside torch, which uses the shared
-# libstdc++. A toolchain that links libstdc++ statically (a GCC wrapper passing
-# -static-libstdc++, as on our H200 machines) gives each library its own copy of
-# the iostream and locale state; mixed with the shared one, writing a number to
-# a stream fails or crashes (on the H200: every eager call into libforge.so).
-# Naming the shared library among the target's own link libraries resolves
-# everything before the static archive the driver appends, so it adds nothing.
+# forge's runtime is loaded into Python beside torch. A toolchain that links
+# libstdc++ statically (a GCC passing -static-libstdc++, or one whose library
+# folder holds only libstdc++.a, as on our H200 machines) gives each library its
+# own copy of the iostream and locale state; mixed with torch's shared one,
+# writing a number to a stream fails or crashes (on the H200: every eager call
+# into libforge.so). Naming torch's libstdc++.so.6 by its full path among the
+# target's own link libraries resolves every C++ runtime symbol before the
+# static archive the driver appends, so that adds nothing.
+# Uses FORGE_TORCH_PREFIX (the caller's torch).
 function(forge_link_shared_cxx_runtime target)
-  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    return()
+  endif()
+  if(NOT DEFINED CACHE{FORGE_TORCH_LIBSTDCXX})
+    set(libstdcxx "")
+    execute_process(COMMAND ldd "${FORGE_TORCH_PREFIX}/lib/libc10.so"
+                    OUTPUT_VARIABLE deps ERROR_QUIET RESULT_VARIABLE rc)
+    if(rc EQUAL 0 AND deps MATCHES "libstdc\\+\\+\\.so\\.6 => ([^ \t\n]+)")
+      set(libstdcxx "${CMAKE_MATCH_1}")
+    endif()
+    set(FORGE_TORCH_LIBSTDCXX "${libstdcxx}" CACHE INTERNAL "the libstdc++.so.6 torch loads")
+    message(STATUS "forge: C++ runtime linked as torch loads it: ${libstdcxx}")
+  endif()
+  if(FORGE_TORCH_LIBSTDCXX)
+    target_link_libraries(${target} PRIVATE "${FORGE_TORCH_LIBSTDCXX}")
+  else()
     target_link_libraries(${target} PRIVATE "-Wl,--push-state,--no-as-needed,-Bdynamic,-lstdc++,--pop-state")
   endif()
 endfunction()

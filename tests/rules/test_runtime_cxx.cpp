@@ -1,8 +1,7 @@
 // The runtime forge loads into the user's Python links the shared C++ runtime
 // even where the compiler links libstdc++ statically by default (our H200
 // machines' GCC does: every eager call into libforge.so crashed there, writing
-// a number to a stream). Here a wrapper compiler passing -static-libstdc++
-// stands in for that toolchain; libforge.so is built with it, loaded into
+// a number to a stream). Here a wrapper compiler stands in for that toolchain; libforge.so is built with it, loaded into
 // Python beside torch, and must still describe the call it hands to stock.
 #include <doctest/doctest.h>
 
@@ -36,7 +35,12 @@ TEST_CASE("libforge.so built by a static-libstdc++ toolchain describes its fallb
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   const fs::path venv = kRepo / ".venv" / "bin";
-  test::write_text(dir / "g++", "#!/bin/sh\nexec g++ -static-libstdc++ \"$@\"\n");
+  // Like the H200's GCC: -static-libstdc++, and a library folder searched
+  // first that holds only libstdc++.a (so even -Bdynamic -lstdc++ finds it).
+  fs::create_directories(dir / "lib");
+  REQUIRE(std::system(("cp \"$(g++ -print-file-name=libstdc++.a)\" '" + (dir / "lib").string() + "'").c_str()) == 0);
+  test::write_text(dir / "g++", "#!/bin/sh\nexec g++ -static-libstdc++ -L'" + (dir / "lib").string() +
+                                    "' \"$@\"\n");
   fs::permissions(dir / "g++", fs::perms::owner_exec, fs::perm_options::add);
   const std::string build = (dir / "build").string();
   const std::string cmd =
