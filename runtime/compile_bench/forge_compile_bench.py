@@ -103,9 +103,16 @@ def main():
     packet = getattr(torch.ops.aten, name)
     op = getattr(packet, req.get("overload") or "default")
     args = build_args(req, device)
+    # The capture records arguments in schema order; keyword-only ones (mean.dim's
+    # dtype) must be passed by name, which Dynamo enforces and eager does not.
+    kwargs = {}
+    for a, v in zip(op._schema.arguments, list(args)):
+        if a.kwarg_only:
+            kwargs[a.name] = v
+    args = [v for a, v in zip(op._schema.arguments, args) if not a.kwarg_only]
 
     def eager():
-        return op(*args)
+        return op(*args, **kwargs)
 
     out = {"ok": True, "device": device, "torch": torch.__version__, "modes": {}}
     timer = Timer(device)

@@ -1,0 +1,48 @@
+// The torch.compile baseline helper (runtime/compile_bench) on a real op with a
+// keyword-only argument: mean.dim's dtype (ResNet-50's adaptive_avg_pool2d
+// reaches mean.dim). Passing it positionally made Dynamo reject every mean.dim
+// target on the H200. Skipped (visibly) where torch is not importable.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("rules::CompileBaselineTorch");
+
+TEST_CASE("the compile baseline times an op whose captured arguments include a keyword-only one") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
+  test::TempDir dir;
+  json req = {{"op", "aten::mean"},
+              {"overload", "dim"},
+              {"args", {{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {2, 16, 7, 7}},
+                         {"strides", {784, 49, 7, 1}}, {"device", "cpu"}},
+                        {{"type", "int[]"}, {"value", {-1, -2}}},
+                        {{"type", "bool"}, {"value", true}},
+                        {{"type", "None"}}}},
+              {"modes", {"default"}},
+              {"bench", {{"warmup", 1}, {"reps", 3}, {"min_seconds", 0}}}};
+  test::write_text(dir / "req.json", req.dump());
+  const std::string cmd = "'" + (repo / ".venv" / "bin" / "python").string() + "' '" +
+                          (repo / "runtime" / "compile_bench" / "forge_compile_bench.py").string() +
+                          "' '" + (dir / "req.json").string() + "' > '" + (dir / "out.json").string() +
+                          "' 2> '" + (dir / "err.txt").string() + "'";
+  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, test::read_text(dir / "err.txt"));
+  json out = json::parse(test::read_text(dir / "out.json"));
+  CHECK_MESSAGE(out["ok"] == true, out.dump());
+  CHECK(out["best_mode"] == "default");
+  CHECK(out["compile_us"]["median"].get<double>() > 0);
+  CHECK(out["eager_us"]["median"].get<double>() > 0);
+}
+
+TEST_SUITE_END();
+
+}  // namespace forge
