@@ -39,6 +39,7 @@ nlohmann::json run_build(BuildContext& ctx, const std::vector<std::unique_ptr<Ru
           {"history", ctx.history},
           {"package", ctx.package},
           {"llm", ctx.llm},
+          {"search", ctx.search},
           {"targets", targets_json(ctx.targets)}};
 }
 

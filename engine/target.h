@@ -50,8 +50,10 @@ struct Target {
   int verified = 0;  // candidates that passed verification, faster or not
   int accepted = 0;  // verified and faster than stock
   std::vector<KernelRecord> kernels;  // accepted candidates, in iteration order
-  std::map<std::string, int> outcomes;
-  nlohmann::json stage_seconds;  // {evaluations, compile, verify, bench, worker}: summed seconds  // iterations by outcome: "ok", "slower", "wrong_result", ...
+  std::map<std::string, int> outcomes;  // iterations by outcome: "ok", "slower", "wrong_result", ...
+  // {evaluations, compile, verify, bench, worker}: each stage's seconds summed
+  // over the evaluations as first run (ahead compiles counted as if serial).
+  nlohmann::json stage_seconds;
   std::optional<double> best_speedup_eager, best_speedup_compile, floor_pct;
   std::optional<double> compile_us;  // torch.compile's median for this op (the better mode)
   std::string compile_mode;          // "default" | "max-autotune-no-cudagraphs"

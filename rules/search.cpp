@@ -1,6 +1,7 @@
 #include "rules/search.h"
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "engine/journal.h"
@@ -302,12 +303,17 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
                   ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
                   : 1;
     if (width > 1 && want.strategies) evaluator.compile_ahead(tree, by_strategy, width - 1);
+    const int replayed = static_cast<int>(journal.records().size());
+    const auto started = std::chrono::steady_clock::now();
     try {
       mcts::run_search(search, evaluator, budget, journal);
     } catch (const std::exception& e) {
       ctx.failed = true;
       ctx.notes.push_back("search of " + t.id + " stopped: " + e.what());
     }
+    if (const int fresh = tree.completed() - replayed; fresh > 0)
+      ctx.search[t.id] = {{"evaluations", fresh},
+                          {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}};
     if (cached) {
       t.llm = cached->ledger().to_json(*want.llm);
       m_ledger += cached->ledger();

@@ -49,12 +49,19 @@ TEST_CASE("the example's targets are searched, a candidate is accepted, and the 
     }
   }
   CHECK_MESSAGE(accepted >= 1, "no candidate was accepted: " << r["targets"].dump());
+  // This build's own search time, per target (candidates per minute).
+  for (const auto& t : r["targets"]) {
+    const json& run = r["search"][t["id"].get<std::string>()];
+    CHECK(run["evaluations"] == 2);
+    CHECK(run["seconds"].get<double>() > 0);
+  }
 
   auto again = test::run_forge("--json build", dir.path());
   REQUIRE(again.exit_code == 0);
   json r2 = json::parse(again.out);
   CHECK(r2["steps_run"] == 0);
   CHECK(r2["targets"] == r["targets"]);
+  CHECK(r2["search"].is_null());  // the journal replayed, nothing evaluated
 
   // One more iteration per target: at most one compile and one evaluation each
   // (a candidate the static check rejects runs neither). What depends on the
@@ -70,6 +77,8 @@ TEST_CASE("the example's targets are searched, a candidate is accepted, and the 
     CHECK(r3["targets"][i]["iterations"] == 3);
     newly_accepted += r3["targets"][i]["accepted"].get<int>() - r["targets"][i]["accepted"].get<int>();
   }
+  for (const auto& t : r3["targets"])
+    CHECK(r3["search"][t["id"].get<std::string>()]["evaluations"] == 1);
   CHECK(r3["steps_run"].get<int>() >= 1);
   CHECK(r3["steps_run"].get<int>() <= 2 * targets + 2 * newly_accepted);
 }
