@@ -61,6 +61,27 @@ check(F.layer_norm(xg, (64,), w, b, 1e-5).detach(), xg.detach())  # needs grad: 
 print("probe ok")
 )";
 
+// Several threads calling the forged kernel at once (each its own row count
+// inside the family): every call forged, every result right.
+const char* kThreads = R"(import sys, threading, torch, torch.nn.functional as F
+torch.manual_seed(3)
+w, b = torch.randn(64), torch.randn(64)
+bad = []
+def work(rows):
+    for _ in range(25):
+        x = torch.randn(rows, 128, 64)
+        y = F.layer_norm(x, (64,), w, b, 1e-5)
+        ref = F.layer_norm(x.double(), (64,), w.double(), b.double(), 1e-5)
+        if (y.double() - ref).abs().max().item() > 1e-3 * max(1.0, ref.abs().max().item()):
+            bad.append(rows)
+threads = [threading.Thread(target=work, args=(r,)) for r in (1, 2, 3, 4)]
+for t in threads: t.start()
+for t in threads: t.join()
+if bad:
+    print("MISMATCH", bad); sys.exit(1)
+print("threads ok")
+)";
+
 // A compiled model: Inductor must call the forged kernel for the forged
 // signature (policy forced, since which is faster depends on the machine),
 // keep its own code for another shape, add no graph break and no recompile.
@@ -92,6 +113,7 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   test::TempDir dir;
   test::write_text(dir / "app.py", kApp);
   test::write_text(dir / "probe.py", kProbe);
+  test::write_text(dir / "threads.py", kThreads);
   test::write_text(dir / "forge.yaml",
                    "models:\n  app: {run: python app.py, latency: 'took ([0-9.]+) ms'}\n"
                    "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\n"
@@ -139,6 +161,15 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   for (const auto& f : rep["fallback"]) stock_calls += f["calls"].get<long>();
   // bf16, 32-wide, transposed, needs grad, and the 7 float64 references.
   CHECK(stock_calls == 4 + 7);
+
+  auto threads = test::run_forge("run --json-report threads.json -- python threads.py", dir.path());
+  INFO(threads.out << threads.err);
+  CHECK(threads.exit_code == 0);
+  CHECK(threads.out.find("threads ok") != std::string::npos);
+  json trep = json::parse(test::read_text(dir / "threads.json"));
+  REQUIRE(trep["entries"].size() == 1);
+  CHECK(trep["entries"][0]["forged"] == 4 * 25);
+  CHECK(trep["entries"][0]["kernel_errors"] == 0);
 
   // Under torch.compile the decision is recorded per target ...
   CHECK(r["targets"][0]["under_compile"].is_string());
