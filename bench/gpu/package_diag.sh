@@ -17,7 +17,7 @@ cp /tmp/rt/libforge.so $pkg/
 nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -cudart shared -gencode=arch=compute_90a,code=sm_90a \
   -Iruntime/abi -o $pkg/kernels/gn.so /tmp/gn.cu || exit 1
 bash bench/gpu/toolchain_probe.sh
-python3 bench/gpu/package_diag.py $pkg
+python3 bench/gpu/package_diag.py $pkg  # FORGE_DIAG_TRACE=1: per-call trace lines
 # The first case's native stack, libforge.so's frames named by addr2line.
 FORGE_PACKAGE_TRACE=1 python3 -c "
 import torch, torch.nn.functional as F
