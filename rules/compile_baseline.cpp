@@ -2,8 +2,9 @@
 
 #include <unistd.h>
 
-#include "rules/evaluate.h"
 #include "engine/environment.h"
+#include "engine/store_json.h"
+#include "rules/evaluate.h"
 #include "util/atomic_file.h"
 #include "util/hash.h"
 
@@ -95,8 +96,7 @@ void CompileBaselineRule::apply(BuildContext& ctx) {
     t.compile_over_eager = c_med / e_med;
     double best = 0, best_rel = 0;
     for (const auto& k : t.kernels) {
-      auto text = ctx.builder.store().get_object(k.evaluation);
-      json ev = text ? json::parse(*text, nullptr, false) : json();
+      json ev = get_json_object(ctx.builder.store(), k.evaluation);
       if (!ev.is_object()) continue;
       const json& b = ev["bench"];
       const double sp = b.value("speedup_eager", 0.0);

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "engine/store_json.h"
+
 namespace forge {
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -132,9 +134,8 @@ std::vector<HistoryEntry> history_entries(BuildContext& ctx) {
     std::vector<json> records;
     std::vector<std::string> sources;
     for (const KernelRecord& k : t.kernels) {
-      auto rec_text = store.get_object(k.evaluation);
       auto source = store.get_object(k.source);
-      json rec = rec_text ? json::parse(*rec_text, nullptr, false) : json();
+      json rec = get_json_object(store, k.evaluation);
       if (!source || !rec.is_object()) {
         ctx.notes.push_back("history: the records of " + t.id + " " + k.file +
                             " are missing from the store; not committed");

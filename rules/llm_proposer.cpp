@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "engine/store_json.h"
 #include "rules/llm/reply.h"
 #include "rules/search.h"
 #include "util/atomic_file.h"
@@ -111,8 +112,7 @@ llm::Request LlmEvaluator::first_request(const mcts::EvalRequest& req) {
   f.parent_what = ps.value("what", "the stock kernel");
   if (req.parent != mcts::kRoot) {
     if (auto src = store.get_object(ps.value("source", ""))) f.parent_source = *src;
-    if (auto ev = store.get_object(ps.value("evaluation", ""))) {
-      json rec = json::parse(*ev, nullptr, false);
+    if (json rec = get_json_object(store, ps.value("evaluation", "")); !rec.is_null()) {
       const json bench = rec.is_object() ? rec.value("bench", json::object()) : json::object();
       const json cand = bench.value("candidate_us", json::object());
       if (cand.value("median", json()).is_number()) f.parent_us = cand["median"].get<double>();

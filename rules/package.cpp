@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "engine/store_json.h"
 #include "rules/compile.h"
 #include "rules/family.h"
 #include "rules/history.h"
@@ -21,25 +22,17 @@ using nlohmann::json;
 
 namespace {
 
-std::optional<json> object_json(BuildContext& ctx, const std::string& digest) {
-  auto text = ctx.builder.store().get_object(digest);
-  if (!text) return std::nullopt;
-  json j = json::parse(*text, nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
-}
-
 // The kernel a target ships: the tip of its improvement chain, the same one
 // the history branch holds for it (rules/history.h).
 const KernelRecord* shipped_kernel(BuildContext& ctx, const Target& t, json* evaluation) {
   std::vector<BenchTime> times;
   std::vector<json> records;
   for (const auto& k : t.kernels) {
-    auto rec = object_json(ctx, k.evaluation);
-    if (!rec) return nullptr;
-    const json& c = (*rec)["bench"]["candidate_us"];
+    json rec = get_json_object(ctx.builder.store(), k.evaluation);
+    if (!rec.is_object()) return nullptr;
+    const json& c = rec["bench"]["candidate_us"];
     times.push_back({c.value("median", 0.0), c.value("spread", 0.0)});
-    records.push_back(std::move(*rec));
+    records.push_back(std::move(rec));
   }
   auto chain = improvement_chain(times);
   if (chain.empty()) return nullptr;

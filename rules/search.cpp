@@ -6,6 +6,7 @@
 
 #include "engine/journal.h"
 #include "engine/mcts.h"
+#include "engine/store_json.h"
 #include "rules/ceiling.h"
 #include "rules/evaluate.h"
 #include "rules/llm_proposer.h"
@@ -155,8 +156,8 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   for (const auto& n : tree.nodes()) {
     if (n.id == mcts::kRoot || n.pending) continue;
     ++t.outcomes[mcts::status_name(n.outcome.status)];
-    if (auto text = ctx.builder.store().get_object(n.outcome.steps.value("evaluation", ""))) {
-      json r = json::parse(*text, nullptr, false);
+    {
+      json r = get_json_object(ctx.builder.store(), n.outcome.steps.value("evaluation", ""));
       if (r.is_object()) {
         auto num = [](const json& o, const char* k) {
           return o.is_object() && o.contains(k) && o[k].is_number() ? o[k].get<double>() : 0.0;
@@ -180,8 +181,7 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
                      {"bench", bench_s}, {"worker", eval_s}};
   if (!best) return;
   t.best_speedup_eager = best->outcome.speedup;
-  auto text = ctx.builder.store().get_object(best->outcome.steps.value("evaluation", ""));
-  json rec = text ? json::parse(*text, nullptr, false) : json();
+  json rec = get_json_object(ctx.builder.store(), best->outcome.steps.value("evaluation", ""));
   if (rec.is_object()) {
     const json& bench = rec.value("bench", json::object());
     if (bench.contains("floor_pct") && bench["floor_pct"].is_number())

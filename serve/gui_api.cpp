@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "engine/store_json.h"
 #include "rules/history_repo.h"
 
 namespace forge::serve {
@@ -47,7 +48,7 @@ std::string param(const std::multimap<std::string, std::string>& params, const s
   return it->second;
 }
 
-json parse_object(const std::optional<std::string>& text) {
+json parse_object(const std::optional<std::string>& text) {  // an action record
   if (!text) return nullptr;
   json j = json::parse(*text, nullptr, false);
   return j.is_discarded() ? json(nullptr) : j;
@@ -228,7 +229,7 @@ json GuiApi::node(const std::string& target, int id) const {
   json evaluation = nullptr;
   if (steps.contains("evaluation") && steps["evaluation"].is_string() &&
       is_digest(steps["evaluation"].get<std::string>()))
-    evaluation = parse_object(m_store.get_object(steps["evaluation"].get<std::string>()));
+    evaluation = get_json_object(m_store, steps["evaluation"].get<std::string>());
   return {{"target", target},
           {"id", id},
           {"parent", parent},
