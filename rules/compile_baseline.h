@@ -9,8 +9,16 @@
 #pragma once
 
 #include "engine/build.h"
+#include "util/process.h"
 
 namespace forge {
+
+// What a run of the helper means for the build: its JSON (status "ok") when
+// Inductor compiled the op in some mode; status "ok" without `compile_us` but
+// with `error` when Inductor compiled it in neither mode (a finding about
+// Inductor that leaves the target without a compile baseline, not a failed
+// build); a failed record when the helper itself failed or printed no JSON.
+nlohmann::json baseline_record(const CommandResult& r);
 
 class CompileBaselineRule : public Rule {
  public:
