@@ -156,18 +156,16 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   for (const auto& n : tree.nodes()) {
     if (n.id == mcts::kRoot || n.pending) continue;
     ++t.outcomes[mcts::status_name(n.outcome.status)];
-    {
-      json r = get_json_object(ctx.builder.store(), n.outcome.steps.value("evaluation", ""));
-      if (r.is_object()) {
-        auto num = [](const json& o, const char* k) {
-          return o.is_object() && o.contains(k) && o[k].is_number() ? o[k].get<double>() : 0.0;
-        };
-        compile_s += num(r.value("compile", json()), "seconds");
-        verify_s += num(r.value("verify", json()), "seconds");
-        bench_s += num(r.value("bench", json()), "seconds");
-        eval_s += num(r.value("evaluation", json()), "seconds");
-        ++timed;
-      }
+    if (json r = get_json_object(ctx.builder.store(), n.outcome.steps.value("evaluation", ""));
+        r.is_object()) {
+      auto num = [](const json& o, const char* k) {
+        return o.is_object() && o.contains(k) && o[k].is_number() ? o[k].get<double>() : 0.0;
+      };
+      compile_s += num(r.value("compile", json()), "seconds");
+      verify_s += num(r.value("verify", json()), "seconds");
+      bench_s += num(r.value("bench", json()), "seconds");
+      eval_s += num(r.value("evaluation", json()), "seconds");
+      ++timed;
     }
     if (n.outcome.verified()) ++t.verified;
     if (n.outcome.status != mcts::Outcome::Status::Ok) continue;
@@ -311,9 +309,10 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
       ctx.failed = true;
       ctx.notes.push_back("search of " + t.id + " stopped: " + e.what());
     }
-    if (const int fresh = tree.completed() - replayed; fresh > 0)
-      ctx.search[t.id] = {{"evaluations", fresh},
-                          {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}};
+    if (const int fresh = tree.completed() - replayed; fresh > 0) {
+      const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - started;
+      ctx.search[t.id] = {{"evaluations", fresh}, {"seconds", wall.count()}};
+    }
     if (cached) {
       t.llm = cached->ledger().to_json(*want.llm);
       m_ledger += cached->ledger();

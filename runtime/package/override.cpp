@@ -318,7 +318,6 @@ class Override : public c10::OperatorKernel {
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     if (tracing()) trace("enter", m_op + " stack " + std::to_string(stack->size()));
     const size_t n = op.schema().arguments().size();
-    if (tracing()) trace("schema", std::to_string(n) + " arguments");
     auto args = torch::jit::last(*stack, n);
     if (tracing()) trace("args", call_signature(args));
     std::vector<int64_t> extent;
