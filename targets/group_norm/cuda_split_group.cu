@@ -25,7 +25,12 @@
  * 132 SMs idle, so the reduction is split across SPLIT = |s|/CHUNK blocks per
  * group, one writer per workspace slot (deterministic, no atomics), and the
  * normalize pass is fused with the merge. 16-byte vectors when HxW and the
- * pointers allow. Compiled here (nvcc 13, sm_90a) but not run here: no GPU.
+ * pointers allow.
+ *
+ * WAVE_MB > 0: the groups go in waves of about WAVE_MB MB of x, statistics
+ * then normalize per wave, so the second read of a wave comes from L2 (50 MB
+ * on an H200) instead of HBM: close to one read and one write of x, for two
+ * more launches per wave. 0: one wave (every group at once).
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -40,6 +45,9 @@
 #endif
 #ifndef FORGE_P_CHUNK
 #define FORGE_P_CHUNK 32768 /* elements per block: 8192, 32768, 131072 (a multiple of 8) */
+#endif
+#ifndef FORGE_P_WAVE_MB
+#define FORGE_P_WAVE_MB 0 /* MB of x per wave (0: all groups at once): 0, 16, 24 */
 #endif
 
 /* ---- common device helpers (the same block in every CUDA template) ---- */
@@ -159,6 +167,7 @@ namespace {
 
 constexpr int BLOCK = FORGE_P_BLOCK;
 constexpr int64_t CHUNK = FORGE_P_CHUNK;
+constexpr int64_t WAVE_BYTES = static_cast<int64_t>(FORGE_P_WAVE_MB) << 20;
 static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
 static_assert(CHUNK % 8 == 0 && CHUNK >= 256, "FORGE_P_CHUNK: a multiple of 8, >= 256");
 
@@ -215,14 +224,16 @@ __device__ __forceinline__ Moments merge(Moments a, Moments b) {
   return Moments{n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
 }
 
+// Groups [ng0, ng0 + groups) (one wave); workspace slots are indexed by the
+// global (group, chunk), so the apply kernel reads them whatever the wave.
 template <class T, int VW, bool VEC>
 __global__ void __launch_bounds__(BLOCK) gn_partial_stats(const T* __restrict__ x, float* __restrict__ ws,
-                                                          int64_t groups, int64_t split, int64_t C, int64_t HW,
-                                                          int64_t G) {
+                                                          int64_t ng0, int64_t groups, int64_t split, int64_t C,
+                                                          int64_t HW, int64_t G) {
   __shared__ float scratch[32];
   const int64_t D = C / G, n_el = D * HW;
   for (int64_t id = blockIdx.x; id < groups * split; id += gridDim.x) {
-    const int64_t ng = id / split, k = id % split;
+    const int64_t ng = ng0 + id / split, k = id % split;
     const int64_t n = ng / G, g = ng % G;
     const int64_t j0 = k * CHUNK, j1 = j0 + CHUNK < n_el ? j0 + CHUNK : n_el;
     const T* xs = x + (n * C + g * D) * HW;
@@ -243,7 +254,7 @@ __global__ void __launch_bounds__(BLOCK) gn_partial_stats(const T* __restrict__ 
     s2 = block_sum(s2, scratch);
     if (threadIdx.x == 0) {
       const float cnt = static_cast<float>(j1 - j0);
-      float* slot = ws + id * 3;
+      float* slot = ws + (ng * split + k) * 3;
       slot[0] = cnt;
       slot[1] = K + s1 / cnt;
       slot[2] = s2 - s1 * s1 / cnt;
@@ -255,12 +266,12 @@ template <class T, class TW, class TS, int VW, bool VEC>
 __global__ void __launch_bounds__(BLOCK) gn_apply(const T* __restrict__ x, const TW* __restrict__ w,
                                                   const TW* __restrict__ b, T* __restrict__ y,
                                                   TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
-                                                  const float* __restrict__ ws, int64_t groups, int64_t split,
-                                                  int64_t C, int64_t HW, int64_t G, float eps) {
+                                                  const float* __restrict__ ws, int64_t ng0, int64_t groups,
+                                                  int64_t split, int64_t C, int64_t HW, int64_t G, float eps) {
   __shared__ float stats[2];
   const int64_t D = C / G, n_el = D * HW;
   for (int64_t id = blockIdx.x; id < groups * split; id += gridDim.x) {
-    const int64_t ng = id / split, k = id % split;
+    const int64_t ng = ng0 + id / split, k = id % split;
     const int64_t n = ng / G, g = ng % G;
     // Merge the group's partials: lane l takes partials l, l+32, ... in order,
     // then a fixed shuffle tree: the same bits in every block of the group.
@@ -310,22 +321,29 @@ template <class T, class TW, class TS>
 int launch(const GnArgs& a, cudaStream_t stream) {
   constexpr int VW = 16 / sizeof(T);
   const int64_t groups = a.N * a.G, split = split_of(a);
-  const int64_t blocks = groups * split;
-  const unsigned grid = static_cast<unsigned>(blocks < 0x7fffffffLL ? blocks : 0x7fffffffLL);
+  const int64_t slice_bytes = a.C / a.G * a.HW * static_cast<int64_t>(sizeof(T));
+  int64_t wave = WAVE_BYTES > 0 ? WAVE_BYTES / slice_bytes : groups;
+  wave = wave < 1 ? 1 : (wave > groups ? groups : wave);
   const bool vec = aligned16(a.x) && aligned16(a.y) && a.HW % VW == 0;
   float* ws = static_cast<float*>(a.workspace);
   const T* x = static_cast<const T*>(a.x);
-  if (vec) gn_partial_stats<T, VW, true><<<grid, BLOCK, 0, stream>>>(x, ws, groups, split, a.C, a.HW, a.G);
-  else gn_partial_stats<T, 1, false><<<grid, BLOCK, 0, stream>>>(x, ws, groups, split, a.C, a.HW, a.G);
-  if (launch_status()) return 1;
-  auto run = [&](auto kernel) {
-    kernel<<<grid, BLOCK, 0, stream>>>(x, static_cast<const TW*>(a.w), static_cast<const TW*>(a.b),
-                                       static_cast<T*>(a.y), static_cast<TS*>(a.mean), static_cast<TS*>(a.rstd), ws,
-                                       groups, split, a.C, a.HW, a.G, a.eps);
-  };
-  if (vec) run(gn_apply<T, TW, TS, VW, true>);
-  else run(gn_apply<T, TW, TS, 1, false>);
-  return launch_status();
+  for (int64_t ng0 = 0; ng0 < groups; ng0 += wave) {
+    const int64_t count = groups - ng0 < wave ? groups - ng0 : wave;
+    const int64_t blocks = count * split;
+    const unsigned grid = static_cast<unsigned>(blocks < 0x7fffffffLL ? blocks : 0x7fffffffLL);
+    if (vec) gn_partial_stats<T, VW, true><<<grid, BLOCK, 0, stream>>>(x, ws, ng0, count, split, a.C, a.HW, a.G);
+    else gn_partial_stats<T, 1, false><<<grid, BLOCK, 0, stream>>>(x, ws, ng0, count, split, a.C, a.HW, a.G);
+    if (launch_status()) return 1;
+    auto run = [&](auto kernel) {
+      kernel<<<grid, BLOCK, 0, stream>>>(x, static_cast<const TW*>(a.w), static_cast<const TW*>(a.b),
+                                         static_cast<T*>(a.y), static_cast<TS*>(a.mean), static_cast<TS*>(a.rstd),
+                                         ws, ng0, count, split, a.C, a.HW, a.G, a.eps);
+    };
+    if (vec) run(gn_apply<T, TW, TS, VW, true>);
+    else run(gn_apply<T, TW, TS, 1, false>);
+    if (launch_status()) return 1;
+  }
+  return 0;
 }
 
 template <class T>
