@@ -85,7 +85,8 @@ static void print_package(const json& p) {
                     m.value("stock_seconds", 0.0), m.value("forged_seconds", 0.0));
     // The bound divides by all captured device time, set-up and warm-up
     // included; a steady-state figure can beat it (docs/PERF.md, run C).
-    const bool past_bound = m.value("speedup", 0.0) > m.value("amdahl_bound", 0.0) &&
+    const double bound = m["amdahl_bound"].is_number() ? m["amdahl_bound"].get<double>() : 0.0;
+    const bool past_bound = bound > 0 && m.value("speedup", 0.0) > bound &&
                             m.value("significant", false) && m.contains("stock_latency");
     std::printf("  %s: %ld forged calls, %ld fell back, %ld mismatches against stock; "
                 "%s (%s×, %s; Amdahl bound %s×%s)\n",

@@ -17,7 +17,8 @@ namespace forge {
 // Inductor compiled the op in some mode; status "ok" without `compile_us` but
 // with `error` when Inductor compiled it in neither mode (a finding about
 // Inductor that leaves the target without a compile baseline, not a failed
-// build); a failed record when the helper itself failed or printed no JSON.
+// build), and the same when the helper ran past its time limit; a failed
+// record when the helper itself failed or printed no JSON.
 nlohmann::json baseline_record(const CommandResult& r);
 
 class CompileBaselineRule : public Rule {

@@ -301,15 +301,15 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
                   ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
                   : 1;
     if (width > 1 && want.strategies) evaluator.compile_ahead(tree, by_strategy, width - 1);
-    const int replayed = static_cast<int>(journal.records().size());
     const auto started = std::chrono::steady_clock::now();
+    int fresh = 0;  // evaluations run now (journal replays excluded)
     try {
-      mcts::run_search(search, evaluator, budget, journal);
+      fresh = mcts::run_search(search, evaluator, budget, journal).evaluated;
     } catch (const std::exception& e) {
       ctx.failed = true;
       ctx.notes.push_back("search of " + t.id + " stopped: " + e.what());
     }
-    if (const int fresh = tree.completed() - replayed; fresh > 0) {
+    if (fresh > 0) {
       const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - started;
       ctx.search[t.id] = {{"evaluations", fresh}, {"seconds", wall.count()}};
     }

@@ -9,24 +9,26 @@
 # into libforge.so). Naming torch's libstdc++.so.6 by its full path among the
 # target's own link libraries resolves every C++ runtime symbol before the
 # static archive the driver appends, so that adds nothing.
-# Uses FORGE_TORCH_PREFIX (the caller's torch).
+# Uses FORGE_TORCH_PREFIX (the caller's torch); asked afresh at each configure
+# (ldd takes milliseconds), so a changed torch is never linked against a stale
+# answer. GCC only: Clang and its -static-libstdc++ are not handled.
 function(forge_link_shared_cxx_runtime target)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     return()
   endif()
-  if(NOT DEFINED CACHE{FORGE_TORCH_LIBSTDCXX})
-    set(libstdcxx "")
-    execute_process(COMMAND ldd "${FORGE_TORCH_PREFIX}/lib/libc10.so"
-                    OUTPUT_VARIABLE deps ERROR_QUIET RESULT_VARIABLE rc)
-    if(rc EQUAL 0 AND deps MATCHES "libstdc\\+\\+\\.so\\.6 => ([^ \t\n]+)")
+  set(libstdcxx "")
+  execute_process(COMMAND ldd "${FORGE_TORCH_PREFIX}/lib/libc10.so"
+                  OUTPUT_VARIABLE deps ERROR_QUIET RESULT_VARIABLE rc)
+  # Two ifs: ${CMAKE_MATCH_1} is expanded before the if it stands in runs.
+  if(rc EQUAL 0 AND deps MATCHES "libstdc\\+\\+\\.so\\.6 => (/[^ \t\n]+)")
+    if(EXISTS "${CMAKE_MATCH_1}")
       set(libstdcxx "${CMAKE_MATCH_1}")
     endif()
-    set(FORGE_TORCH_LIBSTDCXX "${libstdcxx}" CACHE INTERNAL "the libstdc++.so.6 torch loads")
-    message(STATUS "forge: C++ runtime linked as torch loads it: ${libstdcxx}")
   endif()
-  if(FORGE_TORCH_LIBSTDCXX)
-    target_link_libraries(${target} PRIVATE "${FORGE_TORCH_LIBSTDCXX}")
+  if(libstdcxx)
+    target_link_libraries(${target} PRIVATE "${libstdcxx}")
   else()
+    message(STATUS "forge: torch's libstdc++.so.6 not found by ldd; linking -lstdc++ dynamically")
     target_link_libraries(${target} PRIVATE "-Wl,--push-state,--no-as-needed,-Bdynamic,-lstdc++,--pop-state")
   endif()
 endfunction()

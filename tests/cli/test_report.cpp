@@ -24,6 +24,7 @@ std::string printed(const json& report) {
   std::fflush(stdout);
   const int saved = ::dup(1);
   std::FILE* f = std::fopen((dir / "out.txt").c_str(), "w");
+  REQUIRE((f && saved >= 0));
   ::dup2(::fileno(f), 1);
   auto restore = [&] {
     std::fflush(stdout);

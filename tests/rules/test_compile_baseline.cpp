@@ -36,6 +36,16 @@ TEST_CASE("an op Inductor compiles in no mode leaves the target without a figure
   CHECK(rec["error"] == "default: TorchRuntimeError: x");
 }
 
+TEST_CASE("Inductor compiling past the time limit is recorded like an op it cannot compile") {
+  CommandResult slow;
+  slow.status = CommandResult::Status::TimedOut;
+  slow.seconds = 900;
+  auto rec = baseline_record(slow);
+  CHECK(record_ok(rec));
+  CHECK_FALSE(rec.contains("compile_us"));
+  CHECK(rec["error"].get<std::string>().find("timed out") != std::string::npos);
+}
+
 TEST_CASE("a helper that fails or prints no JSON is a failed step") {
   CommandResult crashed = exited(1, "");
   crashed.err = "Traceback: ImportError";
