@@ -4,18 +4,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 
 #include "store/store.h"
 
 namespace forge {
 
-// The object's JSON; null when it is missing from the store or is not JSON.
-inline nlohmann::json get_json_object(store::Store& store, const std::string& digest) {
-  auto text = store.get_object(digest);
+// A store entry's text parsed (an object, or an action's record); null when
+// it is missing or is not JSON.
+inline nlohmann::json parse_json_entry(const std::optional<std::string>& text) {
   if (!text) return nullptr;
   nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
   return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+// The object's JSON; null when it is missing from the store or is not JSON.
+inline nlohmann::json get_json_object(store::Store& store, const std::string& digest) {
+  return parse_json_entry(store.get_object(digest));
 }
 
 }  // namespace forge

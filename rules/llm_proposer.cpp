@@ -112,8 +112,8 @@ llm::Request LlmEvaluator::first_request(const mcts::EvalRequest& req) {
   f.parent_what = ps.value("what", "the stock kernel");
   if (req.parent != mcts::kRoot) {
     if (auto src = store.get_object(ps.value("source", ""))) f.parent_source = *src;
-    if (json rec = get_json_object(store, ps.value("evaluation", "")); !rec.is_null()) {
-      const json bench = rec.is_object() ? rec.value("bench", json::object()) : json::object();
+    if (json rec = get_json_object(store, ps.value("evaluation", "")); rec.is_object()) {
+      const json bench = rec.value("bench", json::object());
       const json cand = bench.value("candidate_us", json::object());
       if (cand.value("median", json()).is_number()) f.parent_us = cand["median"].get<double>();
       if (bench.value("speedup_eager", json()).is_number())

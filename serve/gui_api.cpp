@@ -48,11 +48,6 @@ std::string param(const std::multimap<std::string, std::string>& params, const s
   return it->second;
 }
 
-json parse_object(const std::optional<std::string>& text) {  // an action record
-  if (!text) return nullptr;
-  json j = json::parse(*text, nullptr, false);
-  return j.is_discarded() ? json(nullptr) : j;
-}
 
 }  // namespace
 
@@ -278,7 +273,7 @@ json GuiApi::ledger() const {
       int found = 0;
       for (const auto& key : keys) {
         if (!is_digest(key)) continue;
-        json rec = parse_object(m_store.get_action(key));
+        json rec = parse_json_entry(m_store.get_action(key));
         if (!rec.is_object()) continue;
         ++found;
         in += rec.value("input_tokens", 0L);

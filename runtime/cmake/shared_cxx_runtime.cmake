@@ -9,26 +9,32 @@
 # into libforge.so). Naming torch's libstdc++.so.6 by its full path among the
 # target's own link libraries resolves every C++ runtime symbol before the
 # static archive the driver appends, so that adds nothing.
-# Uses FORGE_TORCH_PREFIX (the caller's torch); asked afresh at each configure
-# (ldd takes milliseconds), so a changed torch is never linked against a stale
-# answer. GCC only: Clang and its -static-libstdc++ are not handled.
+# Include it after FORGE_TORCH_PREFIX (the caller's torch) is set: torch's
+# libstdc++ is asked once per configure (ldd takes milliseconds), so a changed
+# torch is never linked against a stale answer. GCC only: Clang and its
+# -static-libstdc++ are not handled.
+set(FORGE_TORCH_LIBSTDCXX "")
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  execute_process(COMMAND ldd "${FORGE_TORCH_PREFIX}/lib/libc10.so"
+                  OUTPUT_VARIABLE _forge_deps ERROR_QUIET RESULT_VARIABLE _forge_rc)
+  # Two ifs: ${CMAKE_MATCH_1} is expanded before the if it stands in runs.
+  if(_forge_rc EQUAL 0 AND _forge_deps MATCHES "libstdc\\+\\+\\.so\\.6 => (/[^ \t\n]+)")
+    if(EXISTS "${CMAKE_MATCH_1}")
+      set(FORGE_TORCH_LIBSTDCXX "${CMAKE_MATCH_1}")
+    endif()
+  endif()
+  if(NOT FORGE_TORCH_LIBSTDCXX)
+    message(STATUS "forge: torch's libstdc++.so.6 not found by ldd; linking -lstdc++ dynamically")
+  endif()
+endif()
+
 function(forge_link_shared_cxx_runtime target)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     return()
   endif()
-  set(libstdcxx "")
-  execute_process(COMMAND ldd "${FORGE_TORCH_PREFIX}/lib/libc10.so"
-                  OUTPUT_VARIABLE deps ERROR_QUIET RESULT_VARIABLE rc)
-  # Two ifs: ${CMAKE_MATCH_1} is expanded before the if it stands in runs.
-  if(rc EQUAL 0 AND deps MATCHES "libstdc\\+\\+\\.so\\.6 => (/[^ \t\n]+)")
-    if(EXISTS "${CMAKE_MATCH_1}")
-      set(libstdcxx "${CMAKE_MATCH_1}")
-    endif()
-  endif()
-  if(libstdcxx)
-    target_link_libraries(${target} PRIVATE "${libstdcxx}")
+  if(FORGE_TORCH_LIBSTDCXX)
+    target_link_libraries(${target} PRIVATE "${FORGE_TORCH_LIBSTDCXX}")
   else()
-    message(STATUS "forge: torch's libstdc++.so.6 not found by ldd; linking -lstdc++ dynamically")
     target_link_libraries(${target} PRIVATE "-Wl,--push-state,--no-as-needed,-Bdynamic,-lstdc++,--pop-state")
   endif()
 endfunction()

@@ -105,11 +105,13 @@ def main():
     args = build_args(req, device)
     # The capture records arguments in schema order; keyword-only ones (mean.dim's
     # dtype) must be passed by name, which Dynamo enforces and eager does not.
-    kwargs = {}
-    for a, v in zip(op._schema.arguments, list(args)):
+    positional, kwargs = [], {}
+    for a, v in zip(op._schema.arguments, args):
         if a.kwarg_only:
             kwargs[a.name] = v
-    args = [v for a, v in zip(op._schema.arguments, args) if not a.kwarg_only]
+        else:
+            positional.append(v)
+    args = positional
 
     def eager():
         return op(*args, **kwargs)
