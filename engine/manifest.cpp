@@ -33,7 +33,7 @@ const std::vector<Section>& sections() {
       {"",
        {"version", "models", "targets", "budget", "device", "capture", "proposer", "history",
         "store", "executor", "slurm", "cache"}},
-      {"models.NAME", {"run", "torchscript", "inputs", "workdir", "env", "latency"}},
+      {"models.NAME", {"run", "torchscript", "inputs", "workdir", "env", "latency", "check_runs"}},
       {"targets", {"ops", "top", "min_share"}},
       {"budget", {"iterations", "seconds", "parallel"}},
       {"device", {"backend", "arch"}},
@@ -453,6 +453,10 @@ class ManifestParser {
       } catch (const std::regex_error& ex) {
         fail(where(*l), std::string(expected) + " (" + ex.what() + ")");
       }
+    }
+    if (const Entry* r = find(fields, "check_runs")) {
+      model.check_runs = non_negative_int(*r);
+      if (model.check_runs < 1) fail(where(*r), "'check_runs' must be at least 1, got " + describe(r->value));
     }
     return model;
   }

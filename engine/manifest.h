@@ -32,6 +32,9 @@ struct ModelSpec {
   // figure in its stdout (e.g. "([0-9.]+) ms/iter"); the end-to-end check
   // compares those instead of whole-command wall time. Empty: wall time.
   std::string latency;
+  // Alternating pairs of timed runs (stock, forged) in the end-to-end check:
+  // fewer for a model whose start-up is slow.
+  int check_runs = 5;
 };
 
 struct TargetSelection {

@@ -283,7 +283,7 @@ void PackageRule::apply(BuildContext& ctx) {
     for (const Target* t : it->second)
       if (t->best_speedup_eager && *t->best_speedup_eager > 0)
         saved += t->share * (1 - 1 / *t->best_speedup_eager);
-    const int runs = 5;
+    const int runs = m.check_runs;
     StepSpec spec;
     spec.kind = "e2e";
     spec.label = m.name;

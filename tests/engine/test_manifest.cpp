@@ -303,6 +303,14 @@ TEST_CASE("models errors") {
               .models[0]
               .latency == "([0-9.]+) ms/iter");
   }
+  SUBCASE("check_runs: a count of at least 1, default 5") {
+    CHECK(manifest_error("models:\n  m: {run: x, check_runs: 0}\n")
+              .rfind("forge.yaml:2:27: 'check_runs' must be at least 1, got 0", 0) == 0);
+    CHECK(manifest_error("models:\n  m: {run: x, check_runs: two}\n")
+              .rfind("forge.yaml:2:27: 'check_runs' must be a non-negative integer", 0) == 0);
+    CHECK(parse_manifest("models:\n  m: {run: x, check_runs: 2}\n", "forge.yaml").models[0].check_runs == 2);
+    CHECK(parse_manifest("models:\n  m: {run: x}\n", "forge.yaml").models[0].check_runs == 5);
+  }
   SUBCASE("inputs with run") {
     CHECK(manifest_error("models:\n  enc:\n    run: x\n    inputs: i.pt\n") ==
           "forge.yaml:4:5: 'inputs' is only allowed with 'torchscript'\n"
