@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "rules/ceiling.h"
@@ -187,6 +188,24 @@ double bytes_moved(const json& args, const json& outputs) {
   return b;
 }
 
+namespace {
+// Device types ("cpu", "cuda") of the tensors among an op's arguments and outputs.
+void device_types(const json& values, std::set<std::string>& out) {
+  for (const auto& v : values) {
+    if (!v.is_object()) continue;
+    const std::string d = v.value("device", "");
+    if (!d.empty()) out.insert(d.substr(0, d.find(':')));
+  }
+}
+}  // namespace
+
+bool is_transfer(const json& args, const json& outputs) {
+  std::set<std::string> types;
+  device_types(args, types);
+  device_types(outputs, types);
+  return types.size() > 1;
+}
+
 std::string dispatch_key_of(const std::string& backend) {
   return backend == "cuda" ? "CUDA" : "CPU";
 }
@@ -204,6 +223,9 @@ std::vector<Target> targets_from_capture(const std::string& model, const json& r
     // targets: forge overrides ATen kernels.
     const std::string kind = e.value("kind", "kernel");
     if (kind == "view" || kind == "alloc" || kind == "foreign") continue;
+    // A copy between host and device (weights moved to the GPU at set-up) is
+    // bound by the link, not by a kernel: its time counts, it is no target.
+    if (is_transfer(e.value("args", json::array()), e.value("outputs", json::array()))) continue;
     Target t;
     t.model = model;
     t.op = e.value("op", "");

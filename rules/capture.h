@@ -26,5 +26,7 @@ std::string dispatch_key_of(const std::string& backend);
 
 // Bytes one call moves: every tensor argument read once, every output written once.
 double bytes_moved(const nlohmann::json& args, const nlohmann::json& outputs);
+// True when the tensors span more than one device type (a host<->device copy).
+bool is_transfer(const nlohmann::json& args, const nlohmann::json& outputs);
 
 }  // namespace forge

@@ -228,5 +228,21 @@ TEST_CASE("on a GPU only the CUDA kernels become targets; CPU wall time is not m
   CHECK(cpu[0].op == "uniform_");
 }
 
+TEST_CASE("a host-to-device copy (weights moved at set-up) is no target; a device copy is") {
+  auto tensor = [](const char* device) {
+    return json{{"type", "Tensor"}, {"device", device}, {"dtype", "float32"}, {"sizes", {4}}, {"strides", {1}}};
+  };
+  auto copy = [&](const char* sig, const char* src) {
+    return json{{"op", "copy_"},   {"dispatch_key", "CUDA"}, {"signature", sig}, {"kind", "kernel"},
+                {"calls", 1},      {"time_us", 500.0},       {"args", {tensor("cuda:0"), tensor(src)}},
+                {"outputs", {tensor("cuda:0")}}, {"samples", json::array()}};
+  };
+  json record{{"entries", {copy("upload", "cpu"), copy("d2d", "cuda:0")}}};
+  auto targets = targets_from_capture("m", record, std::nullopt, "cuda");
+  REQUIRE(targets.size() == 1);
+  CHECK(targets[0].signature == "d2d");
+  CHECK(is_transfer(json::array({tensor("cuda:1"), tensor("cuda:0")}), json::array()) == false);
+}
+
 TEST_SUITE_END();
 }  // namespace forge
