@@ -4,7 +4,7 @@ forge's worker (C++) times candidates against the stock kernel; torch.compile is
 Python-only, so this helper times the same op, on the same captured inputs,
 both eager and compiled in each requested mode, with the worker's method: the
 caches flushed before every timed call, eager and compiled alternating, medians
-and interquartile ranges. Run by forge (rules/compile_baseline.cpp) with the
+and interquartile ranges; on CUDA, device time only (see Timer). Run by forge (rules/compile_baseline.cpp) with the
 target's request in the file named by argv[1], or on stdin (the worker's request shape, docs/WORKER.md: op,
 overload, args, samples, bench); prints one JSON object on stdout:
 
@@ -68,13 +68,45 @@ def build_args(req, device):
 
 
 class Timer:
+    """Device time of one call, caches flushed first. On CUDA the events bracket
+    the call on the stream, so any host time between them (Dynamo's guards and
+    Python wrappers cost tens of microseconds per compiled call) would count as
+    idle device time. A GPU spin enqueued after the flush keeps the device
+    busy while the host queues the call: the figure is then the device time
+    of the op alone, as in forge's worker, whose C++ calls cost less host time
+    than its flush takes on the device."""
+
     def __init__(self, device, flush_bytes=256 << 20):
         self.cuda = device == "cuda"
         self.flush_buf = torch.empty(flush_bytes // 4, dtype=torch.float32, device=device)
+        self.spin_cycles = 0
+        self.spin_us = 0.0
+
+    def cover_host_time(self, fns):
+        """Sizes the spin: twice the slowest host time of a call among fns, plus 50 us."""
+        if not self.cuda:
+            return
+        host = 0.0
+        for f in fns:
+            for _ in range(5):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                f()
+                host = max(host, time.perf_counter() - t0)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(1000000)
+        end.record()
+        end.synchronize()
+        cycles_per_us = 1000000 / max(start.elapsed_time(end) * 1e3, 1e-3)
+        self.spin_us = max(self.spin_us, 2 * host * 1e6 + 50)
+        self.spin_cycles = int(cycles_per_us * self.spin_us)
 
     def time_us(self, fn):
         self.flush_buf.zero_()  # evicts the inputs from L2 (GPU) / the caches (CPU)
         if self.cuda:
+            if self.spin_cycles:
+                torch.cuda._sleep(self.spin_cycles)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             fn()
@@ -137,6 +169,7 @@ def main():
             for _ in range(warmup):
                 timer.time_us(eager)
                 timer.time_us(fn)
+            timer.cover_host_time([eager, fn])
             ct = []
             t_start = time.perf_counter()
             while len(ct) < reps or time.perf_counter() - t_start < min_seconds:
@@ -157,6 +190,8 @@ def main():
         out["best_mode"] = best
         out["compile_us"] = timed[best]
         out["eager_us"] = summary(eager_times)
+        if timer.cuda:
+            out["host_cover_us"] = timer.spin_us  # the spin ahead of each timed call
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 
