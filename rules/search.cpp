@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "engine/journal.h"
@@ -65,9 +66,10 @@ class SearchEvaluator : public mcts::Evaluator {
       : m_ctx(ctx), m_executor(executor), m_target(target), m_family(family),
         m_strategies(strategies), m_llm(llm) {}
 
-  // Compile ahead: with each evaluation, also compile the next `count`
-  // strategy actions the proposer lists under the same parent (what the search
-  // expands next while the parent stays open) in the same parallel ninja run.
+  // Compile ahead: with each evaluation, also compile up to `count` candidates
+  // the search may take next, in the same parallel ninja run: alternately the
+  // candidate's own refinements (its children, should it win) and the actions
+  // the proposer lists under the same parent (expanded while it stays open).
   // Their results land in the content-addressed compile cache, so when the
   // search takes them their compile is a cache hit; a guess the search never
   // takes costs an idle core, not time. Outcomes and the tree do not change.
@@ -84,12 +86,28 @@ class SearchEvaluator : public mcts::Evaluator {
     }
     CandidateSource src = source_for(req.action);
     if (m_ahead > 0 && m_tree && m_ahead_from) {
-      std::vector<CandidateSource> batch{src};
       mcts::Rng rng(0);  // StrategyProposer::actions does not draw from it
-      for (const auto& a : m_ahead_from->actions(*m_tree, req.parent, rng)) {
-        if (static_cast<int>(batch.size()) > m_ahead) break;
-        if (a.kind == "strategy") batch.push_back(source_for(a));
+      std::vector<mcts::Action> siblings, children;
+      for (const auto& a : m_ahead_from->actions(*m_tree, req.parent, rng))
+        if (a.kind == "strategy") siblings.push_back(a);
+      if (req.action.kind == "strategy") {
+        std::set<std::string> seen;
+        for (const auto& n : m_tree->nodes()) seen.insert(n.key);
+        for (const auto& s : m_strategies)
+          if (s.name == req.action.strategy)
+            for (const auto& p : param_neighbours(s, req.action.params)) {
+              mcts::Action a{"strategy", s.name, p, ""};
+              if (!seen.count(mcts::action_key(a))) children.push_back(a);
+            }
       }
+      std::vector<CandidateSource> batch{src};
+      std::set<std::string> names{src.name};
+      for (size_t i = 0; static_cast<int>(batch.size()) <= m_ahead && (i < children.size() || i < siblings.size()); ++i)
+        for (const auto* list : {&children, &siblings})
+          if (i < list->size() && static_cast<int>(batch.size()) <= m_ahead) {
+            CandidateSource c = source_for((*list)[i]);
+            if (names.insert(c.name).second) batch.push_back(std::move(c));
+          }
       if (batch.size() > 1) compile_candidates(m_ctx, batch);
     }
     mcts::Outcome out = judge_candidate(m_ctx, m_executor, m_target, m_family, src);

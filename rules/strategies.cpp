@@ -267,19 +267,23 @@ std::vector<mcts::Action> StrategyProposer::actions(const mcts::Tree& tree, mcts
       for (const auto& p : param_grid(s)) add(s, p);
     return out;
   }
-  for (const auto& s : m_strategies) {
-    if (s.name != node.action.strategy) continue;
-    // Neighbours: one parameter moved one step in its value list.
-    for (const auto& [name, values] : s.params.items()) {
-      for (size_t i = 0; i < values.size(); ++i) {
-        if (values[i] != node.action.params.value(name, json())) continue;
-        for (long d : {-1L, 1L}) {
-          long j = static_cast<long>(i) + d;
-          if (j < 0 || j >= static_cast<long>(values.size())) continue;
-          json p = node.action.params;
-          p[name] = values[static_cast<size_t>(j)];
-          add(s, p);
-        }
+  for (const auto& s : m_strategies)
+    if (s.name == node.action.strategy)
+      for (const auto& p : param_neighbours(s, node.action.params)) add(s, p);
+  return out;
+}
+
+std::vector<json> param_neighbours(const Strategy& s, const json& params) {
+  std::vector<json> out;
+  for (const auto& [name, values] : s.params.items()) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i] != params.value(name, json())) continue;
+      for (long d : {-1L, 1L}) {
+        long j = static_cast<long>(i) + d;
+        if (j < 0 || j >= static_cast<long>(values.size())) continue;
+        json p = params;
+        p[name] = values[static_cast<size_t>(j)];
+        out.push_back(std::move(p));
       }
     }
   }

@@ -43,6 +43,9 @@ bool strategy_applies(const Strategy& s, const Target& target, const std::string
 
 // Every parameter combination of `s`, in file order (first values first).
 std::vector<nlohmann::json> param_grid(const Strategy& s);
+// The parameter sets one step away from `params`: one parameter moved to the
+// value before or after it in its list (the proposer's refinements of a node).
+std::vector<nlohmann::json> param_neighbours(const Strategy& s, const nlohmann::json& params);
 
 // The source of strategy `s` instantiated with `params`.
 // Shape facts of a target that `applies` conditions and "$row" params use:

@@ -96,6 +96,18 @@ TEST_CASE("applies: batch_norm's strategies take inference calls only (training 
       for (const auto& s : load_strategies(f)) CHECK_FALSE(strategy_applies(s, t, "cuda"));
 }
 
+TEST_CASE("param_neighbours: one parameter moved one step along its list") {
+  Strategy s;
+  s.name = "k";
+  s.params = json{{"A", {1, 2, 3}}, {"B", {8, 16}}};
+  auto n = param_neighbours(s, json{{"A", 2}, {"B", 8}});
+  REQUIRE(n.size() == 3);
+  CHECK(n[0] == json{{"A", 1}, {"B", 8}});
+  CHECK(n[1] == json{{"A", 3}, {"B", 8}});
+  CHECK(n[2] == json{{"A", 2}, {"B", 16}});
+  CHECK(param_neighbours(s, json{{"A", 1}, {"B", 16}}).size() == 2);  // ends of both lists
+}
+
 TEST_CASE("the proposer starts with each strategy's defaults, then refines one step at a time") {
   std::vector<Strategy> lib{make("a", {{"X", {1, 2, 3}}}), make("b", {{"Y", {7}}})};
   StrategyProposer p(lib);
