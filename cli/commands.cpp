@@ -14,6 +14,7 @@
 #include "cli/session.h"
 #include "rules/rules.h"
 #include "util/error.h"
+#include "util/interrupt.h"
 
 namespace forge::cli {
 namespace fs = std::filesystem;
@@ -26,12 +27,16 @@ void expect_no_args(const Invocation& inv, size_t max = 0) {
     throw UsageError("unexpected argument '" + inv.args[max] + "' for '" + inv.command + "'");
 }
 
+// Ctrl-C or SIGTERM stops the build at the next step and still prints the
+// report (util/interrupt.h); the exit status is then 130, as for a shell's ^C.
 int finish_build(const Invocation& inv, Session& s, bool capture_only) {
+  install_interrupt_handler();
   json report = run_build(*s.ctx, default_rules(capture_only));
   if (inv.json)
     std::cout << report.dump(2) << "\n";
   else
     print_build_report(report);
+  if (report.value("interrupted", false)) return 130;
   return report.value("ok", false) ? 0 : 1;
 }
 

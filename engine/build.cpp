@@ -1,8 +1,16 @@
 #include "engine/build.h"
 
+#include "util/interrupt.h"
+
 namespace forge {
 
 std::optional<StepOutcome> BuildContext::step(const StepSpec& spec, const std::string& model) {
+  // Interrupted: the rest of the build runs nothing and reports what the
+  // store holds, as `forge status` does.
+  if (interrupted() && !options.dry_run) {
+    options.dry_run = true;
+    stopped = true;
+  }
   if (options.dry_run) {
     StepRecord rec{model, spec, builder.explain(spec)};
     rec.spec.run = nullptr;
@@ -13,6 +21,7 @@ std::optional<StepOutcome> BuildContext::step(const StepSpec& spec, const std::s
     return StepOutcome{*cached, true};
   }
   StepOutcome outcome = builder.run(spec);
+  if (interrupted()) stopped = true;
   if (!record_ok(outcome.record)) failed = true;
   return outcome;
 }
@@ -28,7 +37,11 @@ nlohmann::json run_build(BuildContext& ctx, const std::vector<std::unique_ptr<Ru
   ctx.builder.progress().finish();
   nlohmann::json models = nlohmann::json::object();
   for (const auto& [name, summary] : ctx.models) models[name] = summary;
-  return {{"ok", !ctx.failed},
+  if (interrupted()) ctx.stopped = true;
+  if (ctx.stopped)
+    ctx.notes.push_back("interrupted: finished steps are kept; `forge build` continues from them");
+  return {{"ok", !ctx.failed && !ctx.stopped},
+          {"interrupted", ctx.stopped},
           {"steps_run", ctx.builder.steps_run()},
           {"steps_cached", ctx.builder.steps_cached()},
           {"device", {{"backend", ctx.device.backend}, {"name", ctx.device.name},

@@ -41,6 +41,7 @@ struct BuildContext {
   std::map<std::string, nlohmann::json> models;  // per model summary for reports
   std::vector<StepRecord> dry_steps;  // in dry mode: every step looked up, explained
   bool failed = false;                // some step failed (exit code 1)
+  bool stopped = false;               // interrupted (util/interrupt.h): the rest only reported
   std::vector<std::string> notes;     // lines for the report ("search: not built yet")
   nlohmann::json history;             // the history stage's summary; null when it did not run
   nlohmann::json package;             // the package stage's summary; null when it did not run

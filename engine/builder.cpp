@@ -1,6 +1,7 @@
 #include "engine/builder.h"
 
 #include "util/hash.h"
+#include "util/interrupt.h"
 
 namespace forge {
 
@@ -30,6 +31,7 @@ StepOutcome Builder::run(const StepSpec& spec) {
     ++m_cached;
     return {*record, true};
   }
+  if (interrupted()) return {interrupted_record(), false};
   m_progress.started(spec.kind, spec.label);
   json record;
   try {
@@ -38,6 +40,9 @@ StepOutcome Builder::run(const StepSpec& spec) {
     record = failed_record(e.what());
   }
   m_progress.finished();
+  // A step that failed while the build was being interrupted was probably
+  // stopped by it (its command killed): not a result, so not kept.
+  if (interrupted() && !record_ok(record)) return {interrupted_record(), false};
   ++m_run;
   const bool ok = record_ok(record);
   if (!ok) ++m_failed;

@@ -50,4 +50,9 @@ inline nlohmann::json failed_record(const std::string& reason, const std::string
   return r;
 }
 
+// The record of a step the build's interruption stopped or skipped (never kept).
+inline nlohmann::json interrupted_record() {
+  return failed_record("interrupted", "the build was interrupted; the next build runs this step");
+}
+
 }  // namespace forge

@@ -13,6 +13,7 @@
 #include "rules/llm_proposer.h"
 #include "rules/strategies.h"
 #include "util/hash.h"
+#include "util/interrupt.h"
 
 namespace forge {
 using nlohmann::json;
@@ -79,7 +80,18 @@ class SearchEvaluator : public mcts::Evaluator {
     m_ahead = count;
   }
 
+  // Interrupted (util/interrupt.h): no new evaluation starts, and one the
+  // interruption cut short is not journaled (the search drops it, the next
+  // build runs it again).
   mcts::Outcome evaluate(const mcts::EvalRequest& req) override {
+    if (interrupted()) throw Interrupted();
+    mcts::Outcome out = evaluate_now(req);
+    if (interrupted()) throw Interrupted();
+    return out;
+  }
+
+ private:
+  mcts::Outcome evaluate_now(const mcts::EvalRequest& req) {
     if (req.action.kind == "llm") {
       if (!m_llm) throw std::runtime_error("an llm action without a model configured");
       return m_llm->evaluate(req);
@@ -116,7 +128,6 @@ class SearchEvaluator : public mcts::Evaluator {
     return out;
   }
 
- private:
   CandidateSource source_for(const mcts::Action& action) const {
     const Strategy* s = nullptr;
     for (const auto& x : m_strategies)
@@ -320,9 +331,15 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
                   : 1;
     if (width > 1 && want.strategies) evaluator.compile_ahead(tree, by_strategy, width - 1);
     const auto started = std::chrono::steady_clock::now();
+    const size_t journaled = journal.records().size();
     int fresh = 0;  // evaluations run now (journal replays excluded)
     try {
       fresh = mcts::run_search(search, evaluator, budget, journal).evaluated;
+    } catch (const Interrupted&) {
+      ctx.stopped = true;
+      fresh = static_cast<int>(journal.records().size() - journaled);
+      ctx.notes.push_back("search of " + t.id + " interrupted after " + std::to_string(fresh) +
+                          " new evaluations");
     } catch (const std::exception& e) {
       ctx.failed = true;
       ctx.notes.push_back("search of " + t.id + " stopped: " + e.what());

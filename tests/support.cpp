@@ -42,11 +42,11 @@ std::string read_text(const fs::path& path) {
   return ss.str();
 }
 
-CliResult run_forge(const std::string& args, const fs::path& cwd) {
+CliResult run_forge(const std::string& args, const fs::path& cwd, const std::string& wrapper) {
   static std::atomic<int> n{0};
   fs::path base = fs::temp_directory_path() /
                   ("forge-cli-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-  std::string cmd = "cd '" + cwd.string() + "' && '" FORGE_BINARY "' " + args + " >'" +
+  std::string cmd = "cd '" + cwd.string() + "' && " + wrapper + " '" FORGE_BINARY "' " + args + " >'" +
                     base.string() + ".out' 2>'" + base.string() + ".err' </dev/null";
   int status = std::system(cmd.c_str());
   CliResult r;

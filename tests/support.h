@@ -29,7 +29,9 @@ struct CliResult {
   std::string err;  // stderr
 };
 // Runs build/forge with `args` (a shell-quoted string) in `cwd`.
-CliResult run_forge(const std::string& args, const std::filesystem::path& cwd);
+// `wrapper`: a command line the binary runs under (e.g. "timeout -s INT 5").
+CliResult run_forge(const std::string& args, const std::filesystem::path& cwd,
+                    const std::string& wrapper = "");
 
 // True when a CUDA GPU is usable here; GPU tests start with FORGE_SKIP_WITHOUT_GPU().
 bool have_gpu();

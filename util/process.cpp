@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "util/interrupt.h"
+
 extern char** environ;
 
 namespace forge {
@@ -117,6 +119,12 @@ class ProcessRunner : public CommandRunner {
     bool reaped = false;
     while (true) {
       int wait_ms = 100;
+      if (interrupted()) {  // the build stops (util/interrupt.h): so does the command
+        ::kill(-pid, SIGTERM);
+        for (int i = 0; i < 20 && ::waitpid(pid, &status, WNOHANG) == 0; ++i) ::usleep(50000);
+        ::kill(-pid, SIGKILL);
+        break;
+      }
       if (c.timeout_seconds > 0) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) {

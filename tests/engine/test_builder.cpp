@@ -2,6 +2,7 @@
 
 #include "engine/builder.h"
 #include "store/store.h"
+#include "util/interrupt.h"
 
 namespace forge {
 using nlohmann::json;
@@ -80,6 +81,39 @@ TEST_CASE("failures are not cached unless the step says they are deterministic")
   CHECK(runs == 3);
   CHECK(again.cached);
   CHECK(again.record["reason"] == "compile error");
+}
+
+TEST_CASE("interrupted: a step that fails meanwhile is not kept, one that finishes is, none starts") {
+  auto store = store::make_memory_store();
+  Progress progress(false);
+  Builder b(*store, progress);
+  int runs = 0;
+  StepSpec cut = counting_step(&runs, "cut");
+  cut.cache_failures = true;  // even a deterministic failure: the interruption caused it
+  cut.run = [&runs] {
+    ++runs;
+    set_interrupted(true);  // Ctrl-C while the step's command ran; the command was stopped
+    return failed_record("exit code 143");
+  };
+  auto r = b.run(cut);
+  CHECK(r.record["reason"] == "interrupted");
+  CHECK_FALSE(store->get_action(step_key(cut)));
+  StepSpec done = counting_step(&runs, "done");
+  done.run = [&runs] {
+    ++runs;
+    set_interrupted(true);  // the signal came, but the step finished
+    return json{{"status", "ok"}, {"value", runs}};
+  };
+  set_interrupted(false);
+  b.run(done);
+  CHECK(store->get_action(step_key(done)));  // a result: kept
+  int later = 0;
+  auto skipped = b.run(counting_step(&later, "later"));
+  CHECK(later == 0);
+  CHECK(skipped.record["reason"] == "interrupted");
+  set_interrupted(false);
+  CHECK(b.run(counting_step(&later, "later")).record["status"] == "ok");  // the next build runs it
+  CHECK(later == 1);
 }
 
 TEST_CASE("an exception inside a step becomes a failed record, not a crash") {

@@ -120,5 +120,45 @@ TEST_CASE("budget.parallel compiles the next candidates ahead; the search takes 
   CHECK(compiled_ahead >= 2);
 }
 
+// Ctrl-C (here SIGINT from `timeout`) stops a build at the next step: the
+// report of what exists is printed and the exit status is 130; nothing the
+// interruption cut short is kept (journaled or cached as a failure), so the
+// next build finishes the same searches with only real verdicts.
+TEST_CASE("an interrupted build prints its report, exits 130, and the next build finishes it") {
+  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  transformer: {run: python transformer.py}\n"
+                   "targets: {ops: [native_layer_norm, _softmax], top: 0, min_share: 0}\n"
+                   "budget: {iterations: 1}\n");
+  auto warm = test::run_forge("--json build", dir.path());  // capture, worker, baselines
+  INFO(warm.err);
+  REQUIRE(warm.exit_code == 0);
+
+  auto cut = test::run_forge("--json build --budget 60", dir.path(), "timeout --preserve-status -s INT 4");
+  INFO(cut.err);
+  CHECK(cut.exit_code == 130);
+  json r = json::parse(cut.out);
+  CHECK(r["interrupted"] == true);
+  CHECK(r["ok"] == false);
+
+  auto done = test::run_forge("--json build --budget 60", dir.path());
+  INFO(done.err);
+  REQUIRE(done.exit_code == 0);
+  json d = json::parse(done.out);
+  CHECK(d["interrupted"] == false);
+  for (const auto& t : d["targets"]) {
+    INFO(t["id"].get<std::string>() << " outcomes " << t["outcomes"].dump());
+    int counted = 0;
+    for (const auto& [kind, n] : t["outcomes"].items()) {
+      CHECK((kind == "ok" || kind == "slower"));  // every CPU instance verifies
+      counted += n.get<int>();
+    }
+    CHECK(counted == t["iterations"].get<int>());
+  }
+}
+
 TEST_SUITE_END();
 }  // namespace forge

@@ -1,7 +1,11 @@
 #include <doctest/doctest.h>
 
 #include "tests/support.h"
+#include "util/interrupt.h"
 #include "util/process.h"
+
+#include <chrono>
+#include <thread>
 
 namespace forge {
 
@@ -27,6 +31,21 @@ TEST_CASE("a hung command is killed at its timeout, children included") {
   c.timeout_seconds = 0.5;
   CommandResult r = runner->run(c);
   CHECK(r.status == CommandResult::Status::TimedOut);
+  CHECK(r.seconds < 5);
+}
+
+TEST_CASE("an interrupted build stops the command it is waiting on, children included") {
+  auto runner = make_process_runner();
+  Command c;
+  c.argv = shell_argv("sleep 30 & sleep 30");
+  std::thread signal_later([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    set_interrupted(true);  // what Ctrl-C does (util/interrupt.h)
+  });
+  CommandResult r = runner->run(c);
+  signal_later.join();
+  set_interrupted(false);
+  CHECK(r.status == CommandResult::Status::Signaled);
   CHECK(r.seconds < 5);
 }
 

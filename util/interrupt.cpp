@@ -1,0 +1,40 @@
+#include "util/interrupt.h"
+
+#include <unistd.h>
+
+#include <csignal>
+
+namespace forge {
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void on_signal(int sig) {
+  if (g_interrupted) {  // the second one: stop now
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_interrupted = 1;
+  static const char msg[] =
+      "\nforge: interrupted: stopping after the current step (finished steps are kept; again to stop now)\n";
+  ssize_t ignored = ::write(2, msg, sizeof msg - 1);
+  (void)ignored;
+}
+
+}  // namespace
+
+void install_interrupt_handler() {
+  struct sigaction sa = {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool interrupted() { return g_interrupted != 0; }
+
+void set_interrupted(bool on) { g_interrupted = on ? 1 : 0; }
+
+}  // namespace forge

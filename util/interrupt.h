@@ -1,0 +1,22 @@
+#pragma once
+// Ctrl-C (SIGINT) or SIGTERM during `forge build`: the first stops the build
+// at the next step boundary. Commands running for a step are stopped, steps
+// that finished are kept, and the report of what exists is printed. A
+// second signal ends the process at once.
+#include <stdexcept>
+
+namespace forge {
+
+// Installs the handler for SIGINT and SIGTERM.
+void install_interrupt_handler();
+// True once a signal arrived (or set_interrupted(true)).
+bool interrupted();
+// What the handler does; for tests.
+void set_interrupted(bool on);
+
+// Thrown where work stops for an interruption (a search between evaluations).
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+
+}  // namespace forge
