@@ -27,10 +27,11 @@ for m in "$@"; do
   limit=${FORGE_CAMPAIGN_TIMEOUT:-420}; [ "$left" -lt "$limit" ] && limit=$left
   if [ "$limit" -lt 60 ]; then echo "$m: skipped, ${left} s left"; continue; fi
   t0=$(date +%s)
-  timeout -s INT -k 15 "$limit" build-gpu/forge -C "bench/gpu/campaign/$m" --json build "${budget[@]}" \
+  # SIGINT at the limit: forge stops at the next step and still prints its report.
+  timeout -s INT -k 60 "$limit" build-gpu/forge -C "bench/gpu/campaign/$m" --json build "${budget[@]}" \
     > "$OUT/$m.json" 2> "$OUT/$m.err" < /dev/null
   echo "$m: forge build rc=$? in $(( $(date +%s) - t0 )) s (limit $limit s)"
-  # A build stopped by its timeout prints no JSON; status reports what the store holds.
+  # status: what the store holds (the same targets table, for a build killed outright).
   timeout 60 build-gpu/forge -C "bench/gpu/campaign/$m" --json status > "$OUT/$m.status.json" 2>> "$OUT/$m.err"
   store=/tmp/forge-campaign/$m
   [ -d "$store" ] && (cd "$store" && find . -type f -size -256k -print0 | tar czf "$OUT/store-$m.tgz" --null -T -)
