@@ -305,7 +305,7 @@ TEST_CASE("models errors") {
   }
   SUBCASE("check_runs: a count of at least 1, default 5") {
     CHECK(manifest_error("models:\n  m: {run: x, check_runs: 0}\n")
-              .rfind("forge.yaml:2:27: 'check_runs' must be at least 1, got 0", 0) == 0);
+              .rfind("forge.yaml:2:27: 'check_runs' must be at least 1, got '0'", 0) == 0);
     CHECK(manifest_error("models:\n  m: {run: x, check_runs: two}\n")
               .rfind("forge.yaml:2:27: 'check_runs' must be a non-negative integer", 0) == 0);
     CHECK(parse_manifest("models:\n  m: {run: x, check_runs: 2}\n", "forge.yaml").models[0].check_runs == 2);
