@@ -46,9 +46,10 @@ struct BuildContext {
   nlohmann::json history;             // the history stage's summary; null when it did not run
   nlohmann::json package;             // the package stage's summary; null when it did not run
   nlohmann::json llm;                 // the model's token/cost ledger for the build; null without one
-  // This build's own searches, wall clock: {target id: {evaluations, seconds}}
-  // for each target that evaluated candidates (journal replays excluded); null
-  // when none did. Candidates per minute with compile-ahead come from here.
+  // This build's own searches, wall clock: {target id: {evaluations, seconds,
+  // compile_wait_seconds (with compile-ahead: the part spent waiting on compile
+  // batches)}} for each target that evaluated candidates (journal replays
+  // excluded); null when none did. Candidates per minute come from here.
   nlohmann::json search;
 
   // Runs `spec` through the cache (or looks it up in dry mode; then nullopt

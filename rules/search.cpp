@@ -79,6 +79,9 @@ class SearchEvaluator : public mcts::Evaluator {
     m_ahead_from = &proposer;
     m_ahead = count;
   }
+  // Seconds the search waited on compile-ahead batches: the part of its wall
+  // clock that better lookahead (or more cores) could win back.
+  double compile_wait_seconds() const { return m_compile_wait; }
 
   // Interrupted (util/interrupt.h): no new evaluation starts, and one the
   // interruption cut short is not journaled (the search drops it, the next
@@ -120,7 +123,11 @@ class SearchEvaluator : public mcts::Evaluator {
             CandidateSource c = source_for((*list)[i]);
             if (names.insert(c.name).second) batch.push_back(std::move(c));
           }
-      if (batch.size() > 1) compile_candidates(m_ctx, batch);
+      if (batch.size() > 1) {
+        const auto t0 = std::chrono::steady_clock::now();
+        compile_candidates(m_ctx, batch);
+        m_compile_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
     }
     mcts::Outcome out = judge_candidate(m_ctx, m_executor, m_target, m_family, src);
     out.steps["proposer"] = "strategy";
@@ -149,6 +156,7 @@ class SearchEvaluator : public mcts::Evaluator {
   const mcts::Tree* m_tree = nullptr;
   StrategyProposer* m_ahead_from = nullptr;
   int m_ahead = 0;
+  double m_compile_wait = 0;
 };
 
 // What every outcome of this target depends on; a change starts the journal over.
@@ -347,6 +355,7 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
     if (fresh > 0) {
       const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - started;
       ctx.search[t.id] = {{"evaluations", fresh}, {"seconds", wall.count()}};
+      if (width > 1 && want.strategies) ctx.search[t.id]["compile_wait_seconds"] = evaluator.compile_wait_seconds();
     }
     if (cached) {
       t.llm = cached->ledger().to_json(*want.llm);

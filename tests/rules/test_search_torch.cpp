@@ -102,6 +102,10 @@ TEST_CASE("budget.parallel compiles the next candidates ahead; the search takes 
   json r = json::parse(build.out);
   REQUIRE(r["targets"].size() == 1);
   CHECK(r["targets"][0]["iterations"] == 4);
+  // The search's wall clock, and the part of it spent waiting on compile batches.
+  const json& wall = r["search"][r["targets"][0]["id"].get<std::string>()];
+  CHECK(wall["compile_wait_seconds"].get<double>() > 0);
+  CHECK(wall["compile_wait_seconds"].get<double>() <= wall["seconds"].get<double>());
 
   // The evaluation records (store objects: a 20-byte header, then JSON).
   int evaluated = 0, compiled_ahead = 0;
