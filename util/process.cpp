@@ -117,21 +117,23 @@ class ProcessRunner : public CommandRunner {
     if (cap_err) fds.push_back({err_pipe[0], POLLIN, 0});
     int status = 0;
     bool reaped = false;
+    // SIGTERM to the command's group, up to a second to exit, then SIGKILL.
+    const auto stop_group = [&] {
+      ::kill(-pid, SIGTERM);
+      for (int i = 0; i < 20 && ::waitpid(pid, &status, WNOHANG) == 0; ++i) ::usleep(50000);
+      ::kill(-pid, SIGKILL);
+    };
     while (true) {
       int wait_ms = 100;
       if (interrupted()) {  // the build stops (util/interrupt.h): so does the command
-        ::kill(-pid, SIGTERM);
-        for (int i = 0; i < 20 && ::waitpid(pid, &status, WNOHANG) == 0; ++i) ::usleep(50000);
-        ::kill(-pid, SIGKILL);
+        stop_group();
         break;
       }
       if (c.timeout_seconds > 0) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) {
           timed_out = true;
-          ::kill(-pid, SIGTERM);
-          for (int i = 0; i < 20 && ::waitpid(pid, &status, WNOHANG) == 0; ++i) ::usleep(50000);
-          ::kill(-pid, SIGKILL);
+          stop_group();
           break;
         }
         wait_ms = static_cast<int>(std::min<long>(left.count(), 100));
