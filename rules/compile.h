@@ -25,6 +25,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,33 @@ std::vector<std::string> compile_flags(CandidateLang lang, const std::string& cu
 std::vector<CompileResult> compile_candidates(BuildContext& ctx,
                                               const std::vector<CandidateSource>& sources,
                                               const CompileOptions& options = {});
+
+// Compiling ahead: a batch whose ninja runs on a thread of its own, at lower
+// priority, while the caller goes on (the search evaluates one candidate while
+// the next ones compile). Only the ninja process belongs to that thread: the
+// store and the build's steps are touched in finish(), on the caller's thread.
+// Sources already cached, or that cannot compile here, are left out; at most
+// `max_units` compile. Destroyed unfinished, it waits for ninja and drops the
+// results (the compiles run again when needed).
+class BackgroundCompile {
+ public:
+  BackgroundCompile(BuildContext& ctx, std::vector<CandidateSource> sources, size_t max_units,
+                    const CompileOptions& options = {});
+  ~BackgroundCompile();
+  BackgroundCompile(const BackgroundCompile&) = delete;
+  BackgroundCompile& operator=(const BackgroundCompile&) = delete;
+
+  size_t size() const;  // candidates compiling (0 once finished, or when none needed to)
+  bool compiling(const CandidateSource& src) const;
+  bool ready() const;   // ninja has exited (finish() will not wait)
+  // Waits for ninja, then records each result as its compile step, so
+  // compile_candidates() finds it cached. Once; later calls do nothing.
+  void finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> m;
+};
 
 // Writes store object `digest` to <dir>/<digest><suffix> unless it is already
 // there; returns the path, or "" when the object is missing from the store.

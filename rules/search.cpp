@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -67,21 +68,33 @@ class SearchEvaluator : public mcts::Evaluator {
       : m_ctx(ctx), m_executor(executor), m_target(target), m_family(family),
         m_strategies(strategies), m_llm(llm) {}
 
-  // Compile ahead: with each evaluation, also compile up to `count` candidates
-  // the search may take next, in the same parallel ninja run: alternately the
-  // candidate's own refinements (its children, should it win) and the actions
-  // the proposer lists under the same parent (expanded while it stays open).
-  // Their results land in the content-addressed compile cache, so when the
-  // search takes them their compile is a cache hit; a guess the search never
-  // takes costs an idle core, not time. Outcomes and the tree do not change.
+  // Compile ahead: while the worker evaluates one candidate, up to `count`
+  // candidates the search may take next compile in the background
+  // (BackgroundCompile): alternately the candidate's own refinements (its
+  // children, should it win) and the actions the proposer lists under the same
+  // parent (expanded while it stays open). Their results land in the
+  // content-addressed compile cache, so when the search takes one its compile
+  // is a cache hit, or a wait on the batch already compiling it; a guess the
+  // search never takes costs an idle core, not time. Outcomes and the tree do
+  // not change.
   void compile_ahead(const mcts::Tree& tree, StrategyProposer& proposer, int count) {
     m_tree = &tree;
     m_ahead_from = &proposer;
     m_ahead = count;
   }
-  // Seconds the search waited on compile-ahead batches: the part of its wall
-  // clock that better lookahead (or more cores) could win back.
+  // Seconds the search waited for candidates' compiles (their own, or the
+  // batch compiling them): the part of its wall clock that better lookahead
+  // (or more cores) could win back.
   double compile_wait_seconds() const { return m_compile_wait; }
+  // Evaluations whose candidate was already compiled, or compiling, when the
+  // search took it.
+  int compiled_ahead() const { return m_ahead_hits; }
+  // Waits for the batches still compiling and records their results, so a
+  // raised budget finds them cached.
+  void finish_ahead() {
+    for (auto& b : m_batches) b->finish();
+    m_batches.clear();
+  }
 
   // Interrupted (util/interrupt.h): no new evaluation starts, and one the
   // interruption cut short is not journaled (the search drops it, the next
@@ -101,38 +114,67 @@ class SearchEvaluator : public mcts::Evaluator {
     }
     CandidateSource src = source_for(req.action);
     if (m_ahead > 0 && m_tree && m_ahead_from) {
-      mcts::Rng rng(0);  // StrategyProposer::actions does not draw from it
-      std::vector<mcts::Action> siblings, children;
-      for (const auto& a : m_ahead_from->actions(*m_tree, req.parent, rng))
-        if (a.kind == "strategy") siblings.push_back(a);
-      if (req.action.kind == "strategy") {
-        std::set<std::string> seen;
-        for (const auto& n : m_tree->nodes()) seen.insert(n.key);
-        for (const auto& s : m_strategies)
-          if (s.name == req.action.strategy)
-            for (const auto& p : param_neighbours(s, req.action.params)) {
-              mcts::Action a{"strategy", s.name, p, ""};
-              if (!seen.count(mcts::action_key(a))) children.push_back(a);
-            }
-      }
-      std::vector<CandidateSource> batch{src};
-      std::set<std::string> names{src.name};
-      for (size_t i = 0; static_cast<int>(batch.size()) <= m_ahead && (i < children.size() || i < siblings.size()); ++i)
-        for (const auto* list : {&children, &siblings})
-          if (i < list->size() && static_cast<int>(batch.size()) <= m_ahead) {
-            CandidateSource c = source_for((*list)[i]);
-            if (names.insert(c.name).second) batch.push_back(std::move(c));
-          }
-      if (batch.size() > 1) {
-        const auto t0 = std::chrono::steady_clock::now();
-        compile_candidates(m_ctx, batch);
-        m_compile_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      }
+      const auto t0 = std::chrono::steady_clock::now();
+      bool ahead = false;
+      for (auto& b : m_batches)
+        if (b->compiling(src) || b->ready()) {
+          ahead = ahead || b->compiling(src);
+          b->finish();
+        }
+      m_batches.erase(std::remove_if(m_batches.begin(), m_batches.end(),
+                                     [](const auto& b) { return b->size() == 0; }),
+                      m_batches.end());
+      // A cache hit when it was compiled ahead; otherwise it compiles now, alone.
+      const CompileResult own = compile_candidates(m_ctx, {src}).front();
+      if (ahead || own.cached) ++m_ahead_hits;
+      m_compile_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      start_ahead(req, src);
     }
     mcts::Outcome out = judge_candidate(m_ctx, m_executor, m_target, m_family, src);
     out.steps["proposer"] = "strategy";
     out.steps["what"] = describe_action(req.action, req.parent);
     return out;
+  }
+
+  // Starts a batch of the candidates the search may take after `req`, up to
+  // m_ahead compiling at once; those cached or compiling are left out.
+  void start_ahead(const mcts::EvalRequest& req, const CandidateSource& src) {
+    size_t busy = 0;
+    for (const auto& b : m_batches) busy += b->size();
+    if (busy >= static_cast<size_t>(m_ahead)) return;
+    mcts::Rng rng(0);  // StrategyProposer::actions does not draw from it
+    std::vector<mcts::Action> siblings, children;
+    for (const auto& a : m_ahead_from->actions(*m_tree, req.parent, rng))
+      if (a.kind == "strategy" && mcts::action_key(a) != mcts::action_key(req.action))
+        siblings.push_back(a);
+    if (req.action.kind == "strategy") {
+      std::set<std::string> seen;
+      for (const auto& n : m_tree->nodes()) seen.insert(n.key);
+      for (const auto& s : m_strategies)
+        if (s.name == req.action.strategy)
+          for (const auto& p : param_neighbours(s, req.action.params)) {
+            mcts::Action a{"strategy", s.name, p, ""};
+            if (!seen.count(mcts::action_key(a))) children.push_back(a);
+          }
+    }
+    std::vector<CandidateSource> next;
+    std::set<std::string> names{src.name};
+    auto busy_with = [this](const CandidateSource& c) {
+      for (const auto& b : m_batches)
+        if (b->compiling(c)) return true;
+      return false;
+    };
+    for (size_t i = 0; i < children.size() || i < siblings.size(); ++i)
+      for (const auto* list : {&children, &siblings})
+        if (i < list->size()) {
+          CandidateSource c = source_for((*list)[i]);
+          if (names.insert(c.name).second && !busy_with(c)) next.push_back(std::move(c));
+        }
+    if (next.empty()) return;
+    CompileOptions options;
+    options.jobs = m_ahead;
+    auto batch = std::make_unique<BackgroundCompile>(m_ctx, std::move(next), m_ahead - busy, options);
+    if (batch->size() > 0) m_batches.push_back(std::move(batch));
   }
 
   CandidateSource source_for(const mcts::Action& action) const {
@@ -157,6 +199,8 @@ class SearchEvaluator : public mcts::Evaluator {
   StrategyProposer* m_ahead_from = nullptr;
   int m_ahead = 0;
   double m_compile_wait = 0;
+  int m_ahead_hits = 0;
+  std::vector<std::unique_ptr<BackgroundCompile>> m_batches;  // compiling ahead
 };
 
 // What every outcome of this target depends on; a change starts the journal over.
@@ -343,6 +387,7 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
     int fresh = 0;  // evaluations run now (journal replays excluded)
     try {
       fresh = mcts::run_search(search, evaluator, budget, journal).evaluated;
+      evaluator.finish_ahead();
     } catch (const Interrupted&) {
       ctx.stopped = true;
       fresh = static_cast<int>(journal.records().size() - journaled);
@@ -355,7 +400,10 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
     if (fresh > 0) {
       const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - started;
       ctx.search[t.id] = {{"evaluations", fresh}, {"seconds", wall.count()}};
-      if (width > 1 && want.strategies) ctx.search[t.id]["compile_wait_seconds"] = evaluator.compile_wait_seconds();
+      if (width > 1 && want.strategies) {
+        ctx.search[t.id]["compile_wait_seconds"] = evaluator.compile_wait_seconds();
+        ctx.search[t.id]["compiled_ahead"] = evaluator.compiled_ahead();
+      }
     }
     if (cached) {
       t.llm = cached->ledger().to_json(*want.llm);

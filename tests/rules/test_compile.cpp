@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -23,14 +24,17 @@ TEST_SUITE_BEGIN("rules::Compile");
 
 namespace {
 
-// Runs commands for real and counts the ninja runs.
+// Runs commands for real and counts the ninja runs: in the caller's thread,
+// and those BackgroundCompile runs (under `nice`) on its own.
 class CountingRunner : public CommandRunner {
  public:
   CommandResult run(const Command& c) override {
     if (!c.argv.empty() && c.argv[0] == "ninja") ++ninja_runs;
+    if (c.argv.size() > 3 && c.argv[0] == "nice" && c.argv[3] == "ninja") ++background_runs;
     return m_real->run(c);
   }
-  int ninja_runs = 0;
+  std::atomic<int> ninja_runs{0};
+  std::atomic<int> background_runs{0};
 
  private:
   std::unique_ptr<CommandRunner> m_real = make_process_runner();
@@ -139,6 +143,57 @@ TEST_CASE("a batch compiles in one ninja run; the libraries load and compute") {
   // The scratch folder is gone; the objects stay.
   for (const auto& e : fs::directory_iterator(w.manifest.store / "build"))
     CHECK(e.path().filename() == "objects");
+}
+
+// The search compiles the candidates it may take next while the worker
+// evaluates (rules/search.cpp): the batch's ninja runs on a thread of its own
+// and the caller compiles and runs other things meanwhile.
+TEST_CASE("a background batch compiles while the caller goes on; finish() makes its results cache hits") {
+  World w;
+  const CandidateSource twice{"twice.cpp", scale_kernel(2), CandidateLang::Cpp};
+  const CandidateSource thrice{"thrice.cpp", scale_kernel(3), CandidateLang::Cpp};
+  const CandidateSource four{"four.cpp", scale_kernel(4), CandidateLang::Cpp};
+  {
+    BackgroundCompile ahead(*w.ctx, {twice, thrice, twice}, /*max_units=*/1);
+    CHECK(ahead.size() == 1);  // capped; the duplicate would compile once anyway
+    CHECK(ahead.compiling(twice));
+    CHECK_FALSE(ahead.compiling(thrice));
+    // Meanwhile the caller compiles something else in its own batch.
+    auto now = w.compile({four});
+    REQUIRE(now[0].ok);
+    CHECK_FALSE(now[0].cached);
+    CHECK(run_kernel(now[0].so_path) == std::vector<float>{4, 8, 12});
+    ahead.finish();
+    CHECK(ahead.ready());
+    CHECK(ahead.size() == 0);
+    CHECK_FALSE(ahead.compiling(twice));
+    ahead.finish();  // once only
+  }
+  CHECK(w.runner.background_runs == 1);
+  CHECK(w.runner.ninja_runs == 1);
+  auto hit = w.compile({twice});
+  CHECK(hit[0].cached);
+  REQUIRE(hit[0].ok);
+  CHECK(run_kernel(hit[0].so_path) == std::vector<float>{2, 4, 6});
+  CHECK(w.runner.ninja_runs == 1);
+
+  // Cached sources are left out: nothing to compile starts no ninja.
+  {
+    BackgroundCompile none(*w.ctx, {twice, four}, 8);
+    CHECK(none.size() == 0);
+    CHECK(none.ready());
+  }
+  CHECK(w.runner.background_runs == 1);
+
+  // Destroyed before finish(): ninja is waited for, nothing is recorded, and
+  // the scratch folder is removed; the compile runs again when asked for.
+  { BackgroundCompile dropped(*w.ctx, {thrice}, 8); }
+  CHECK(w.runner.background_runs == 2);
+  for (const auto& e : fs::directory_iterator(w.manifest.store / "build"))
+    CHECK(e.path().filename() == "objects");
+  auto again = w.compile({thrice});
+  CHECK_FALSE(again[0].cached);
+  CHECK(again[0].ok);
 }
 
 TEST_CASE("an unchanged candidate never recompiles; a changed one does") {
