@@ -10,7 +10,8 @@
 # FORGE_CAMPAIGN_DEADLINE (s for the whole script, default 560: a device call
 # may run 600), FORGE_CAMPAIGN_BUDGET (iterations per target, overriding
 # forge.yaml), FORGE_CAMPAIGN_E2E (models to run end to end afterwards,
-# bench/gpu/e2e.py), FORGE_CAMPAIGN_COMPILE_RUNS (its compiled pairs,
+# bench/gpu/e2e.py), FORGE_CAMPAIGN_E2E_RUNS (its eager pairs, default 3),
+# FORGE_CAMPAIGN_COMPILE_RUNS (its compiled pairs,
 # default 1). The store lives in /tmp, so a later call on a still-warm machine
 # continues where this one stopped.
 set -uo pipefail
@@ -54,7 +55,7 @@ done
 for m in ${FORGE_CAMPAIGN_E2E:-}; do
   left=$(( ${FORGE_CAMPAIGN_DEADLINE:-560} - ($(date +%s) - start) - 15 ))
   if [ "$left" -lt 90 ]; then echo "e2e $m: skipped, ${left} s left"; continue; fi
-  timeout -k 10 "$left" python3 bench/gpu/e2e.py "$PWD/build-gpu/forge" "$m" 3 default \
+  timeout -k 10 "$left" python3 bench/gpu/e2e.py "$PWD/build-gpu/forge" "$m" "${FORGE_CAMPAIGN_E2E_RUNS:-3}" default \
     "${FORGE_CAMPAIGN_COMPILE_RUNS:-1}" > "$OUT/e2e-$m.log" 2>&1
   echo "e2e $m rc=$?"; tail -n 6 "$OUT/e2e-$m.log"
 done

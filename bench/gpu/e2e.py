@@ -6,7 +6,11 @@ _timing.py), medians over the alternating runs; the checksum of the last
 output must agree. Prints a table last and writes $OUT/e2e-<model>.json.
   python3 bench/gpu/e2e.py FORGE_BINARY MODEL [RUNS] [COMPILE_MODE] [COMPILE_RUNS]
 COMPILE_RUNS (default 1) alternating compiled pairs: each compiles the model
-again in a fresh process (about 30 s for the VAE-like decoder on the H200)."""
+again in a fresh process (about 30 s for the VAE-like decoder on the H200).
+FORGE_E2E_ALL_FORGE=1 adds, to each compiled pair, a run under
+FORGE_COMPILE_POLICY=forge (every forged op replaces Inductor's code, whatever
+forge measured): beside "compile+forge" (the measured choice) it shows what
+the choice wins back in Inductor's fusion (docs/PACKAGE.md)."""
 import json
 import os
 import re
@@ -26,8 +30,10 @@ models_dir = os.path.join(root, "..", "models")
 out_dir = os.environ.get("OUT", "/tmp/forge-out")
 
 
-def one(forged, compiled):
+def one(forged, compiled, policy=None):
     env = dict(os.environ, BENCH_ITERS="20")
+    if policy:
+        env["FORGE_COMPILE_POLICY"] = policy
     if compiled:
         env["BENCH_COMPILE"] = compile_mode
     cmd = ["python", os.path.join(models_dir, script)]  # forge -C runs it in the manifest's folder
@@ -59,6 +65,10 @@ for compiled in (False, True):
             r = one(forged, compiled)
             results.setdefault(key, []).append(r)
             print(key, r, flush=True)
+        if compiled and os.environ.get("FORGE_E2E_ALL_FORGE") == "1":
+            r = one(True, True, policy="forge")
+            results.setdefault("compile+forge(all)", []).append(r)
+            print("compile+forge(all)", r, flush=True)
 
 summary = {}
 for key, rs in results.items():
@@ -74,7 +84,8 @@ for key, s in summary.items():
     x = f"{base / s['median_ms']:.2f}" if base and s["median_ms"] else "-"
     med = f"{s['median_ms']:.2f}" if s["median_ms"] else "-"
     print(f"{key:28s} {med:>10s} {x:>8s}  {s['runs']}  {s['checksums']}  {s['forged_calls']}")
-for plain in ("eager", "compile"):  # forge's own gain over each baseline, medians of the same run
-    a, b = summary.get(plain, {}).get("median_ms"), summary.get(plain + "+forge", {}).get("median_ms")
+for plain, forged in (("eager", "eager+forge"), ("compile", "compile+forge"), ("compile", "compile+forge(all)")):
+    # forge's own gain over each baseline, medians of the same run
+    a, b = summary.get(plain, {}).get("median_ms"), summary.get(forged, {}).get("median_ms")
     if a and b:
-        print(f"{plain}+forge over {plain}: {a / b:.2f}x")
+        print(f"{forged} over {plain}: {a / b:.2f}x")
