@@ -385,8 +385,11 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
     const auto started = std::chrono::steady_clock::now();
     const size_t journaled = journal.records().size();
     int fresh = 0;  // evaluations run now (journal replays excluded)
+    bool exhausted = false;  // stopped before the budget: no untried action left
     try {
-      fresh = mcts::run_search(search, evaluator, budget, journal).evaluated;
+      const auto result = mcts::run_search(search, evaluator, budget, journal);
+      fresh = result.evaluated;
+      exhausted = result.exhausted;
       evaluator.finish_ahead();
     } catch (const Interrupted&) {
       ctx.stopped = true;
@@ -399,7 +402,7 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
     }
     if (fresh > 0) {
       const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - started;
-      ctx.search[t.id] = {{"evaluations", fresh}, {"seconds", wall.count()}};
+      ctx.search[t.id] = {{"evaluations", fresh}, {"seconds", wall.count()}, {"exhausted", exhausted}};
       if (width > 1 && want.strategies) {
         ctx.search[t.id]["compile_wait_seconds"] = evaluator.compile_wait_seconds();
         ctx.search[t.id]["compiled_ahead"] = evaluator.compiled_ahead();

@@ -110,6 +110,7 @@ TEST_CASE("budget.parallel compiles the next candidates ahead; the search takes 
   CHECK(wall["compile_wait_seconds"].get<double>() <= wall["seconds"].get<double>());
   CHECK(wall["compiled_ahead"].get<int>() >= 1);
   CHECK(wall["compiled_ahead"].get<int>() <= 3);
+  CHECK(wall["exhausted"] == false);  // the budget stopped it, not a lack of actions
 
   // The evaluation records (store objects: a 20-byte header, then JSON): each
   // evaluation's own compile ran before it, so each reads "cached".
