@@ -2,10 +2,50 @@
 writes OUT/campaign.json: per target share, iterations, outcomes, speedups over
 eager and torch.compile, % of floor, candidates per minute of this build's
 search wall clock (the report's "search": compile-ahead included), and the
-mean stage costs per candidate (compile as if serial)."""
+mean stage costs per candidate (compile as if serial). Then issue 10's goals,
+target by target, and the geometric mean over torch.compile."""
 import json
+import math
 import os
 import sys
+
+# The paper's speedups over eager (GB10, 50 iterations), by campaign model and op.
+PAPER = {("resnet50", "mean.dim"): 1.52, ("resnet50_pool", "mean.dim"): 1.52,
+         ("vae", "native_group_norm"): 1.70, ("gemma", "_softmax"): 2.83,
+         ("qwen_moe", "_softmax"): 1.54}
+
+
+def goals(rows):
+    """Issue 10's goals per target: the paper's speedup over eager on its ops,
+    or >= 90% of the floor where the floor does not allow it (eager's floor
+    share times the paper's figure above 100%); never slower than torch.compile
+    (x_compile >= 1; below, forge leaves the op to Inductor); >= 85% of the floor
+    where the op moves >= 32 MB. Returns the rows and the geometric mean of
+    x_compile over the targets that have one."""
+    out, logs = [], []
+    for x in rows:
+        if "error" in x or x.get("x_eager") is None:
+            continue
+        g = {"target": x["target"], "x_eager": x["x_eager"], "x_compile": x["x_compile"],
+             "floor_pct": x["floor_pct"], "mb": (x.get("bytes") or 0) / 1e6}
+        paper = PAPER.get((x["model"], x["op"]))
+        if paper:
+            eager_floor = (x["floor_pct"] or 0) / x["x_eager"]
+            allows = eager_floor * paper <= 100
+            g["paper"] = paper
+            g["paper_met"] = x["x_eager"] >= paper if allows else (x["floor_pct"] or 0) >= 90
+            g["paper_rule"] = "x%.2f eager" % paper if allows else ">= 90%% floor (eager at %.0f%%)" % eager_floor
+        if x["x_compile"] is not None:
+            # Slower than Inductor: forge keeps Inductor's code under compile, so
+            # the user's program is not slower; the kernel still misses.
+            g["not_slower_than_compile"] = x["x_compile"] >= 1
+            g["under_compile"] = x.get("under_compile")
+            logs.append(math.log(x["x_compile"]))
+        if g["mb"] >= 32:
+            g["floor85_met"] = (x["floor_pct"] or 0) >= 85
+        out.append(g)
+    geo = math.exp(sum(logs) / len(logs)) if logs else None
+    return out, geo
 
 
 def main(out, models):
@@ -27,7 +67,7 @@ def main(out, models):
             per = lambda k: (st.get(k, 0) / n) if n else None
             run = (r.get("search") or {}).get(t["id"]) or {}
             rows.append({
-                "model": m, "target": t["id"], "share": t["share"], "iterations": t["iterations"],
+                "model": m, "target": t["id"], "op": t.get("op"), "bytes": t.get("bytes"), "share": t["share"], "iterations": t["iterations"],
                 "outcomes": t.get("outcomes"), "x_eager": t.get("best_speedup_eager"),
                 "x_compile": t.get("best_speedup_compile"), "floor_pct": t.get("floor_pct"),
                 "under_compile": t.get("under_compile"), "strategy": t.get("best_strategy"),
@@ -36,7 +76,9 @@ def main(out, models):
                 "compiled_ahead": run.get("compiled_ahead"), "evaluations": run.get("evaluations"),
                 "compile_s": per("compile"), "verify_s": per("verify"), "bench_s": per("bench"),
                 "package": (r.get("package") or {}).get("models", {}).get(m)})
-    json.dump(rows, open(os.path.join(out, "campaign.json"), "w"), indent=1)
+    checks, geo = goals(rows)
+    json.dump({"targets": rows, "goals": checks, "geomean_x_compile": geo},
+              open(os.path.join(out, "campaign.json"), "w"), indent=1)
     f = lambda v, p="%.2f": "-" if v is None else p % v
     print("%-44s %6s %5s %7s %8s %6s %8s %7s %7s %6s %6s %6s  %s" % (
         "target", "share", "iter", "×eager", "×compile", "floor", "cand/min", "wait s", "ahead", "cmp s", "ver s",
@@ -51,6 +93,19 @@ def main(out, models):
             f(x["floor_pct"], "%.0f"), f(x["candidates_per_min"], "%.1f"), f(x["compile_wait_s"], "%.1f"),
             ahead, f(x["compile_s"]),
             f(x["verify_s"]), f(x["bench_s"]), json.dumps(x["outcomes"]) + " compile:" + str(x["under_compile"])))
+
+    if checks:
+        yes = lambda v: "-" if v is None else ("met" if v else "MISSED")
+        print("\n%-44s %8s %-34s %-24s %-12s" % ("goals (issue 10)", "MB", "paper's speedup", "vs compile (kept)", ">=85% floor"))
+        for g in checks:
+            paper = "-" if "paper" not in g else "%s (%s)" % (yes(g["paper_met"]), g["paper_rule"])
+            # Below 1 may still be inside the measured spread: the report keeps
+            # only the choice the spreads led to (under_compile).
+            vs = {True: "met", False: "below", None: "-"}[g.get("not_slower_than_compile")]
+            if g.get("x_compile") is not None:
+                vs += " x%.2f, %s" % (g["x_compile"], g.get("under_compile"))
+            print("%-44s %8.1f %-34s %-24s %-12s" % (g["target"][:44], g["mb"], paper, vs, yes(g.get("floor85_met"))))
+        print("geometric mean over torch.compile: %s (goal 1.30)" % ("-" if geo is None else "%.2f" % geo))
 
 
 if __name__ == "__main__":
