@@ -11,6 +11,9 @@
 
 #include "engine/build.h"
 #include "rules/compile.h"
+#include "rules/family.h"
+#include "rules/static_check.h"
+#include "rules/strategies.h"
 #include "runtime/abi/forge_kernel.h"
 #include "tests/engine/fake_runner.h"
 #include "tests/support.h"
@@ -332,6 +335,38 @@ TEST_CASE("a .cu candidate compiles for sm_90a with nvcc") {
     CHECK(listed.out.find("sm_90a") != std::string::npos);
   else  // no cuobjdump: the device link line nvcc embeds names the arch
     CHECK(test::read_text(r[0].so_path).find("-arch sm_90a") != std::string::npos);
+}
+
+// The strategy library as shipped: every template's first instance (what the
+// search tries first) passes the static check and compiles, the CUDA ones for
+// sm_90a where nvcc is present (they are run on the H200 only: docs/PERF.md).
+TEST_CASE("every shipped template's first instance passes the static check and compiles") {
+  World w;
+  SignatureFacts facts;  // "$row"-style params need a signature: a typical one
+  facts.row = 4096;
+  facts.plane = 49;
+  facts.slice = 1 << 20;
+  facts.groups = 32;
+  facts.dtypes = (1u << FORGE_BFLOAT16) | (1u << FORGE_FLOAT32);  // fewer instantiations: quicker nvcc
+  std::vector<CandidateSource> cpu, cuda;
+  for (const auto& f : load_families(default_targets_dir()))
+    for (const auto& s : load_strategies(f)) {
+      const CandidateLang lang = s.backend == "cuda" ? CandidateLang::Cuda : CandidateLang::Cpp;
+      CandidateSource src{f.name + "/" + s.name, instantiate(s, param_grid(s).front(), facts), lang};
+      const auto violations = static_check(src.text, lang);
+      CHECK_MESSAGE(violations.empty(), src.name << ": " << (violations.empty() ? "" : violations.front().describe()));
+      (lang == CandidateLang::Cuda ? cuda : cpu).push_back(std::move(src));
+    }
+  REQUIRE(cpu.size() >= 10);
+  REQUIRE(cuda.size() >= 10);
+  const auto built = w.compile(cpu);
+  for (size_t i = 0; i < built.size(); ++i) CHECK_MESSAGE(built[i].ok, cpu[i].name << ": " << built[i].log);
+  if (w.ctx->toolchain.nvcc.empty()) {
+    MESSAGE("SKIPPED the CUDA half (no nvcc on this machine): " << cuda.size() << " templates");
+    return;
+  }
+  auto rs = w.compile(cuda, {.cuda_arch = "sm_90a"});
+  for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, cuda[i].name << ": " << rs[i].log);
 }
 
 TEST_SUITE_END();

@@ -1,0 +1,445 @@
+/* group_norm, CUDA strategy "ticket_group": one read and one write of x for
+ * slices of any size, in one launch, without clusters. Each (sample, group)
+ * slice is cut into chunks of BLOCK * PER_THREAD elements, one block per
+ * chunk. A block keeps its chunk in registers, writes the chunk's partial
+ * moments to the workspace, waits until every chunk of its group has done the
+ * same, merges the group's partials (fixed order: deterministic) and
+ * normalizes its chunk from the registers.
+ *
+ * Waiting for other blocks is safe only if they run: blocks take their
+ * (group, chunk) in the order they start (an atomic ticket, as single-pass
+ * scans do), so the chunks of the oldest unfinished group are always held by
+ * running blocks or by the next ones to start. Then no deadlock can happen
+ * while a group's chunks fit on the GPU at once (checked at run time with
+ * the occupancy API, else nonzero: the package falls back). A bounded spin is
+ * the backstop: a block that waits too long leaves its chunk unwritten (the
+ * verifier then rejects it), never hangs the device.
+ *
+ * Math as split_group: chunk k (n_k elements), fp32, K = its first element,
+ * S1 = sum (x - K), S2 = sum (x - K)^2; mean_k = K + S1/n_k,
+ * M2_k = S2 - S1^2/n_k; merged with Chan's formula; var = M2/|s|;
+ * rstd = rsqrt(var + eps); y = fma(x, rstd * w[c], fma(-rstd * w[c], mean, b[c])).
+ * Op: aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias,
+ *     SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (out, mean, rstd).
+ * Workspace: N*G*SPLIT*3 floats of partial moments, then N*G + 1 ints
+ * (the ticket, and each group's arrivals), zeroed by a small kernel first.
+ *
+ * Why: split_group reads x twice (1.5x the floor's bytes); cluster_group keeps
+ * a slice on chip but, one 224 KB CTA per SM, idles HBM at every cluster
+ * barrier (docs/PERF.md, run E). Here many blocks per SM at different phases
+ * (loading, waiting, writing) keep reads and writes in flight together.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "forge_kernel.h"
+
+#ifndef FORGE_P_BLOCK
+#define FORGE_P_BLOCK 512 /* threads per chunk: 512, 256, 1024 */
+#endif
+#ifndef FORGE_P_PER_THREAD
+#define FORGE_P_PER_THREAD 32 /* elements each thread keeps in registers: 32, 16, 64 (a multiple of 8) */
+#endif
+
+/* ---- common device helpers (the same block in every CUDA template) ---- */
+#pragma nv_diag_suppress 177 /* helpers a template does not use */
+namespace {
+
+template <class T> struct Io;
+template <> struct Io<float> {
+  static __device__ __forceinline__ float to(float v) { return v; }
+  static __device__ __forceinline__ float from(float v) { return v; }
+};
+template <> struct Io<__half> {
+  static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+};
+template <> struct Io<__nv_bfloat16> {
+  static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+};
+
+// N elements of T as one naturally aligned chunk (N * sizeof(T) = 4, 8 or 16
+// bytes: one vector access; 32 bytes: two 16-byte accesses).
+template <class T, int N> struct alignas(N * sizeof(T) > 16 ? 16 : N * sizeof(T)) Pack {
+  T v[N];
+};
+// Loads N consecutive elements (one vector instruction when N*sizeof(T) is
+// 4/8/16 and p is aligned to it) into fp32.
+template <class T, int N>
+__device__ __forceinline__ void load_n(const T* p, float* out) {
+  Pack<T, N> pk = *reinterpret_cast<const Pack<T, N>*>(p);
+#pragma unroll
+  for (int k = 0; k < N; ++k) out[k] = Io<T>::to(pk.v[k]);
+}
+template <class T, int N>
+__device__ __forceinline__ void store_n(T* p, const float* in) {
+  Pack<T, N> pk;
+#pragma unroll
+  for (int k = 0; k < N; ++k) pk.v[k] = Io<T>::from(in[k]);
+  *reinterpret_cast<Pack<T, N>*>(p) = pk;
+}
+
+template <int LANES>
+__device__ __forceinline__ float group_max(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <int LANES>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// Block-wide reductions (every thread gets the result). `scratch`: 32 floats
+// of shared memory; the block size is a multiple of 32.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_sum<32>(v);
+  __syncthreads();  // scratch may still be read from a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return group_sum<32>(v);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_max<32>(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -INFINITY;
+  return group_max<32>(v);
+}
+
+inline bool host_contiguous(const forge_tensor& t) {
+  int64_t expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return true;
+}
+inline int64_t host_numel(const forge_tensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
+  return n;
+}
+inline bool host_float(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_FLOAT16 || d == FORGE_BFLOAT16; }
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+inline size_t dtype_size(int32_t d) { return d == FORGE_FLOAT32 ? 4 : 2; }
+// A launch error (bad configuration, too many resources) as a nonzero return.
+inline int launch_status() { return cudaPeekAtLastError() == cudaSuccess ? 0 : 1; }
+
+}  // namespace
+
+namespace {
+// Calls f(T{}) with T the storage type of dtype d; 1 for other dtypes and
+// for those FORGE_DTYPES leaves out (forge_kernel.h).
+template <class F>
+int with_dtype(int32_t d, F&& f) {
+  switch (d) {
+#if FORGE_DTYPES & 1
+    case FORGE_FLOAT32: return f(float{});
+#endif
+#if FORGE_DTYPES & 4
+    case FORGE_FLOAT16: return f(__half{});
+#endif
+#if FORGE_DTYPES & 8
+    case FORGE_BFLOAT16: return f(__nv_bfloat16{});
+#endif
+    default: return 1;
+  }
+}
+}  // namespace
+
+namespace {
+
+constexpr int BLOCK = FORGE_P_BLOCK;
+constexpr int PER_THREAD = FORGE_P_PER_THREAD;
+constexpr int64_t CHUNK = static_cast<int64_t>(BLOCK) * PER_THREAD;
+static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
+static_assert(PER_THREAD % 8 == 0 && PER_THREAD >= 8 && PER_THREAD <= 128, "FORGE_P_PER_THREAD: a multiple of 8 in 8..128");
+// Spins of ~100 ns before a waiting block gives up (about 0.4 s).
+constexpr int64_t SPIN_LIMIT = int64_t(1) << 22;
+
+struct GnArgs {
+  const void* x;
+  const void* w;
+  const void* b;
+  void* y;
+  void* mean;
+  void* rstd;
+  int64_t N, C, HW, G;
+  float eps;
+  void* workspace;
+};
+
+struct Moments {
+  float n, mean, m2;
+};
+__device__ __forceinline__ Moments merge(Moments a, Moments b) {
+  const float n = a.n + b.n;
+  if (n == 0.0f) return a;
+  const float d = b.mean - a.mean;
+  const float fb = b.n / n;
+  return Moments{n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
+}
+
+__global__ void gn_reset(int* __restrict__ counters, int64_t n) {
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) counters[i] = 0;
+}
+
+// counters[0]: the next ticket; counters[1 + ng]: chunks of group ng that
+// have written their partial moments.
+template <class T, class TW, class TS, int VW, bool VEC>
+__global__ void __launch_bounds__(BLOCK) gn_ticket(const T* __restrict__ x, const TW* __restrict__ w,
+                                                   const TW* __restrict__ b, T* __restrict__ y,
+                                                   TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
+                                                   float* __restrict__ ws, int* __restrict__ counters,
+                                                   int64_t split, int64_t C, int64_t HW, int64_t G, float eps) {
+  constexpr int ITEMS = PER_THREAD / VW;  // vectors (VEC) or element groups per thread
+  __shared__ float scratch[32];
+  __shared__ int64_t ticket;
+  __shared__ float stats[2];
+  __shared__ int gave_up;
+  if (threadIdx.x == 0) {
+    ticket = atomicAdd(&counters[0], 1);
+    gave_up = 0;
+  }
+  __syncthreads();
+  const int64_t D = C / G, n_el = D * HW;
+  const int64_t ng = ticket / split, k = ticket % split;
+  const int64_t n = ng / G, g = ng % G;
+  const int64_t j0 = k * CHUNK, j1 = j0 + CHUNK < n_el ? j0 + CHUNK : n_el;
+  const int64_t off = (n * C + g * D) * HW;
+  const T* xs = x + off;
+
+  // Load: item i of thread t covers elements j0 + (i * BLOCK + t) * VW + [0, VW):
+  // consecutive threads read consecutive 16-byte vectors. The chunk stays in
+  // registers in its storage type (half the registers of fp32 for 16-bit x).
+  Pack<T, VW> raw[ITEMS];
+  const float K = Io<T>::to(xs[j0]);
+  float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int64_t j = j0 + (static_cast<int64_t>(i) * BLOCK + threadIdx.x) * VW;
+    if (VEC) {
+      if (j < j1) raw[i] = *reinterpret_cast<const Pack<T, VW>*>(xs + j);  // n_el % VW == 0
+    } else {
+#pragma unroll
+      for (int e = 0; e < VW; ++e) raw[i].v[e] = j + e < j1 ? xs[j + e] : Io<T>::from(0.0f);
+    }
+#pragma unroll
+    for (int e = 0; e < VW; ++e)
+      if (j + e < j1) {
+        const float d = Io<T>::to(raw[i].v[e]) - K;
+        s1 += d;
+        s2 += d * d;
+      }
+  }
+  s1 = block_sum(s1, scratch);
+  s2 = block_sum(s2, scratch);
+  if (threadIdx.x == 0) {
+    const float cnt = static_cast<float>(j1 - j0);
+    float* slot = ws + (ng * split + k) * 3;
+    slot[0] = cnt;
+    slot[1] = K + s1 / cnt;
+    slot[2] = s2 - s1 * s1 / cnt;
+    __threadfence();  // the slot is visible before the arrival is counted
+    atomicAdd(&counters[1 + ng], 1);
+    volatile int* arrived = &counters[1 + ng];
+    int64_t spins = 0;
+    while (*arrived < split) {
+      if (++spins > SPIN_LIMIT) {
+        gave_up = 1;
+        break;
+      }
+      __nanosleep(100);
+    }
+    __threadfence();
+  }
+  __syncthreads();
+  if (gave_up) return;
+
+  // Merge the group's partials as split_group does: lane l takes partials
+  // l, l+32, ... in order, then a fixed shuffle tree (the same bits in every
+  // block of the group). Other blocks wrote them: read through L2 (__ldcg).
+  if (threadIdx.x < 32) {
+    Moments m{0.0f, 0.0f, 0.0f};
+    for (int64_t p = threadIdx.x; p < split; p += 32) {
+      const float* slot = ws + (ng * split + p) * 3;
+      m = merge(m, Moments{__ldcg(slot), __ldcg(slot + 1), __ldcg(slot + 2)});
+    }
+#pragma unroll
+    for (int o = 1; o < 32; o *= 2) {
+      Moments other{__shfl_down_sync(0xffffffffu, m.n, o), __shfl_down_sync(0xffffffffu, m.mean, o),
+                    __shfl_down_sync(0xffffffffu, m.m2, o)};
+      if ((threadIdx.x & (2 * o - 1)) == 0) m = merge(m, other);
+    }
+    if (threadIdx.x == 0) {
+      const float var = m.m2 / static_cast<float>(n_el);
+      // mean/rstd as stored in the outputs' dtype, as the stock CUDA kernel
+      // normalizes with (split_group says why).
+      stats[0] = Io<TS>::to(Io<TS>::from(m.mean));
+      stats[1] = Io<TS>::to(Io<TS>::from(rsqrtf(var + eps)));
+      if (k == 0) {
+        mean_out[ng] = Io<TS>::from(stats[0]);
+        rstd_out[ng] = Io<TS>::from(stats[1]);
+      }
+    }
+  }
+  __syncthreads();
+  const float mean = stats[0], rstd = stats[1];
+  const int64_t c0 = g * D;
+  T* ys = y + off;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int64_t j = j0 + (static_cast<int64_t>(i) * BLOCK + threadIdx.x) * VW;
+    if (VEC) {
+      if (j < j1) {  // HW % VW == 0: the vector lies in one channel
+        const int64_t c = c0 + j / HW;
+        const float scale = w ? rstd * Io<TW>::to(w[c]) : rstd;
+        const float bias = fmaf(-scale, mean, b ? Io<TW>::to(b[c]) : 0.0f);
+        Pack<T, VW> out;
+#pragma unroll
+        for (int e = 0; e < VW; ++e) out.v[e] = Io<T>::from(fmaf(Io<T>::to(raw[i].v[e]), scale, bias));
+        *reinterpret_cast<Pack<T, VW>*>(ys + j) = out;
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < VW; ++e) {
+        if (j + e >= j1) break;
+        const int64_t c = c0 + (j + e) / HW;
+        const float scale = w ? rstd * Io<TW>::to(w[c]) : rstd;
+        const float bias = fmaf(-scale, mean, b ? Io<TW>::to(b[c]) : 0.0f);
+        ys[j + e] = Io<T>::from(fmaf(Io<T>::to(raw[i].v[e]), scale, bias));
+      }
+    }
+  }
+}
+
+inline int64_t split_of(const GnArgs& a) {
+  const int64_t n_el = a.C / a.G * a.HW;
+  return (n_el + CHUNK - 1) / CHUNK;
+}
+inline int64_t moments_bytes(const GnArgs& a) {
+  return a.N * a.G * split_of(a) * 3 * static_cast<int64_t>(sizeof(float));
+}
+inline int64_t workspace_needed(const GnArgs& a) {
+  return moments_bytes(a) + (a.N * a.G + 1) * static_cast<int64_t>(sizeof(int));
+}
+
+// Blocks of `kernel` that can run at once on this device: a group's chunks
+// must fit (see the top of the file).
+template <class K>
+int64_t resident_blocks(K kernel) {
+  int dev = 0, sms = 0, per_sm = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, 0) != cudaSuccess) return 0;
+  return static_cast<int64_t>(sms) * per_sm;
+}
+
+template <class T, class TW, class TS>
+int launch(const GnArgs& a, cudaStream_t stream) {
+  constexpr int VW = 16 / sizeof(T);
+  static_assert(PER_THREAD % VW == 0, "PER_THREAD: a multiple of the vector width");
+  const int64_t groups = a.N * a.G, split = split_of(a);
+  const int64_t tickets = groups * split;
+  if (tickets > 0x7fffffffLL || groups + 1 > 0x7fffffffLL) return 1;
+  const bool vec = aligned16(a.x) && aligned16(a.y) && a.HW % VW == 0;
+  float* ws = static_cast<float*>(a.workspace);
+  int* counters = reinterpret_cast<int*>(static_cast<char*>(a.workspace) + moments_bytes(a));
+  auto run = [&](auto kernel) {
+    if (resident_blocks(kernel) < split) return 1;  // a group would not fit at once
+    gn_reset<<<1, 256, 0, stream>>>(counters, groups + 1);
+    if (launch_status()) return 1;
+    kernel<<<static_cast<unsigned>(tickets), BLOCK, 0, stream>>>(
+        static_cast<const T*>(a.x), static_cast<const TW*>(a.w), static_cast<const TW*>(a.b),
+        static_cast<T*>(a.y), static_cast<TS*>(a.mean), static_cast<TS*>(a.rstd), ws, counters, split, a.C,
+        a.HW, a.G, a.eps);
+    return launch_status();
+  };
+  return vec ? run(gn_ticket<T, TW, TS, VW, true>) : run(gn_ticket<T, TW, TS, VW, false>);
+}
+
+template <class T>
+int dispatch_w(const GnArgs& a, int32_t x_dtype, int32_t w_dtype, int32_t s_dtype, cudaStream_t stream) {
+  if (w_dtype == x_dtype) {
+    if (s_dtype == x_dtype) return launch<T, T, T>(a, stream);
+    if (s_dtype == FORGE_FLOAT32) return launch<T, T, float>(a, stream);
+  } else if (w_dtype == FORGE_FLOAT32) {
+    if (s_dtype == x_dtype) return launch<T, float, T>(a, stream);
+    if (s_dtype == FORGE_FLOAT32) return launch<T, float, float>(a, stream);
+  }
+  return 1;
+}
+
+// Parses and checks the call; fills `a` and the dtypes. 0 when usable.
+int parse(const forge_call* call, GnArgs& a, int32_t& w_dtype, int32_t& s_dtype) {
+  if (!call || call->n_inputs != 3 || call->n_outputs != 3 || call->n_scalars < 5) return 1;
+  const forge_tensor& x = call->inputs[0];
+  const forge_tensor& w = call->inputs[1];
+  const forge_tensor& b = call->inputs[2];
+  const forge_tensor& y = call->outputs[0];
+  const forge_tensor& mean = call->outputs[1];
+  const forge_tensor& rstd = call->outputs[2];
+  for (int k = 0; k < 4; ++k)
+    if (call->scalars[k].kind != FORGE_ARG_INT) return 1;
+  if (call->scalars[4].kind != FORGE_ARG_FLOAT) return 1;
+  const int64_t N = call->scalars[0].i, C = call->scalars[1].i, HW = call->scalars[2].i, G = call->scalars[3].i;
+  if (N < 0 || C < 1 || HW < 1 || G < 1 || C % G != 0) return 1;
+  if (!x.data || !host_float(x.dtype) || x.ndim < 2 || !host_contiguous(x)) return 1;
+  if (x.sizes[0] != N || x.sizes[1] != C || host_numel(x) != N * C * HW) return 1;
+  if (!y.data || y.dtype != x.dtype || y.ndim != x.ndim || !host_contiguous(y)) return 1;
+  for (int d = 0; d < x.ndim; ++d)
+    if (y.sizes[d] != x.sizes[d]) return 1;
+  w_dtype = x.dtype;
+  const forge_tensor* wb[2] = {&w, &b};
+  for (const forge_tensor* p : wb) {
+    if (!p->data) continue;
+    if (!host_float(p->dtype) || !host_contiguous(*p) || host_numel(*p) != C) return 1;
+    w_dtype = p->dtype;
+  }
+  if (w.data && b.data && w.dtype != b.dtype) return 1;
+  const forge_tensor* stats[2] = {&mean, &rstd};
+  for (const forge_tensor* p : stats) {
+    if (host_numel(*p) != N * G) return 1;
+    if (N && (!p->data || !host_float(p->dtype) || !host_contiguous(*p))) return 1;
+  }
+  if (N && mean.dtype != rstd.dtype) return 1;
+  s_dtype = mean.dtype;
+  a = GnArgs{x.data, w.data, b.data, y.data, mean.data, rstd.data, N, C, HW, G,
+             static_cast<float>(call->scalars[4].f), nullptr};
+  return 0;
+}
+
+}  // namespace
+
+// native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C,
+//                   SymInt HxW, int group, float eps) -> (Tensor out, Tensor mean, Tensor rstd)
+extern "C" int forge_kernel(const forge_call* call) {
+  GnArgs a;
+  int32_t w_dtype, s_dtype;
+  if (parse(call, a, w_dtype, s_dtype)) return 1;
+  if (a.N == 0) return 0;
+  a.workspace = call->workspace;
+  if (workspace_needed(a) > call->workspace_bytes) return 1;
+  cudaStream_t stream = static_cast<cudaStream_t>(call->stream);
+  return with_dtype(call->inputs[0].dtype, [&](auto t) {
+    using T = decltype(t);
+    return dispatch_w<T>(a, call->inputs[0].dtype, w_dtype, s_dtype, stream);
+  });
+}
+
+extern "C" int64_t forge_workspace_bytes(const forge_call* call) {
+  GnArgs a;
+  int32_t w_dtype, s_dtype;
+  if (parse(call, a, w_dtype, s_dtype)) return 0;
+  return workspace_needed(a);
+}
