@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
@@ -153,6 +154,40 @@ SignatureFacts signature_facts(const Target& target) {
   return f;
 }
 
+namespace {
+
+// Templates share their helper blocks through targets/_common/: a line that
+// starts with `#include "../_common/NAME"` is replaced by that file's text, so
+// every candidate stays one self-contained source (what is compiled, hashed,
+// committed to history and replayed later), while a template file still
+// compiles on its own (targets/_bench).
+std::string inline_common(const std::string& text, const fs::path& source) {
+  static const std::string directive = "#include \"../_common/";
+  std::string out;
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.rfind(directive, 0) != 0) {
+      out += line;
+      if (!in.eof()) out += '\n';
+      continue;
+    }
+    const size_t end = line.find('"', directive.size());
+    const fs::path file = source.parent_path() / ".." / "_common" /
+                          line.substr(directive.size(), end == std::string::npos ? std::string::npos : end - directive.size());
+    std::string common;
+    if (end == std::string::npos || !read_file(file, &common))
+      throw Error(source.string() + ":" + std::to_string(number) + ": cannot read the shared block " +
+                  file.lexically_normal().string());
+    out += common;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<Strategy> load_strategies(const Family& family) {
   const fs::path file = family.path.parent_path() / "strategies.yaml";
   std::vector<Strategy> out;
@@ -179,6 +214,7 @@ std::vector<Strategy> load_strategies(const Family& family) {
     st.note = s["note"] ? s["note"].as<std::string>() : "";
     if (!read_file(st.source, &st.text))
       throw Error(at("'" + st.name + "': cannot read " + st.source.string()));
+    st.text = inline_common(st.text, st.source);
     out.push_back(std::move(st));
   }
   return out;

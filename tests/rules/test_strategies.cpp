@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include "rules/family.h"
 #include "rules/strategies.h"
+#include "util/error.h"
 #include "tests/support.h"
 
 namespace forge {
@@ -37,6 +39,41 @@ TEST_CASE("every shipped strategy library loads and its sources exist") {
       CHECK_FALSE(param_grid(s).empty());
     }
   }
+}
+
+// targets/_common/: templates share helper blocks, inlined when loaded so
+// that each candidate stays one self-contained source.
+TEST_CASE("a template's #include \"../_common/NAME\" line becomes that file's text; a missing one names the line") {
+  test::TempDir dir;
+  test::write_text(dir / "fam" / "family.yaml",
+                   "name: fam\nops: [_softmax]\ntolerance: {float32: {atol: 0, rtol: 0}}\n");
+  test::write_text(dir / "fam" / "strategies.yaml",
+                   "strategies:\n  - {name: k, backend: cpu, source: k.cpp}\n");
+  test::write_text(dir / "_common" / "helpers.h", "int helper() { return 1; }\n");
+  test::write_text(dir / "fam" / "k.cpp",
+                   "// k\n#include \"../_common/helpers.h\"  // shared\nint forge_kernel() { return helper(); }\n");
+  auto families = load_families(dir.path());
+  REQUIRE(families.size() == 1);  // _common has no family.yaml: not a family
+  auto strategies = load_strategies(families[0]);
+  REQUIRE(strategies.size() == 1);
+  CHECK(strategies[0].text == "// k\nint helper() { return 1; }\nint forge_kernel() { return helper(); }\n");
+
+  test::write_text(dir / "fam" / "k.cpp", "// k\n\n#include \"../_common/missing.h\"\n");
+  try {
+    load_strategies(families[0]);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find((dir / "fam" / "k.cpp").string() + ":3: cannot read the shared block") == 0);
+  }
+}
+
+TEST_CASE("the shipped templates load with their shared blocks inlined") {
+  for (const auto& f : load_families(default_targets_dir()))
+    for (const auto& s : load_strategies(f)) {
+      CHECK(s.text.find("../_common/") == std::string::npos);
+      const bool cuda = s.backend == "cuda";
+      CHECK(s.text.find(cuda ? "/* ---- common device helpers" : "/* ---- ISA selection") != std::string::npos);
+    }
 }
 
 TEST_CASE("instances are the template with #defines in front; grids are complete") {

@@ -1,0 +1,112 @@
+/* ---- common device helpers (the same block in every CUDA template) ---- */
+#pragma nv_diag_suppress 177 /* helpers a template does not use */
+namespace {
+
+template <class T> struct Io;
+template <> struct Io<float> {
+  static __device__ __forceinline__ float to(float v) { return v; }
+  static __device__ __forceinline__ float from(float v) { return v; }
+};
+template <> struct Io<__half> {
+  static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+};
+template <> struct Io<__nv_bfloat16> {
+  static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+};
+
+// N elements of T as one naturally aligned chunk (N * sizeof(T) = 4, 8 or 16
+// bytes: one vector access; 32 bytes: two 16-byte accesses).
+template <class T, int N> struct alignas(N * sizeof(T) > 16 ? 16 : N * sizeof(T)) Pack {
+  T v[N];
+};
+// Loads N consecutive elements (one vector instruction when N*sizeof(T) is
+// 4/8/16 and p is aligned to it) into fp32.
+template <class T, int N>
+__device__ __forceinline__ void load_n(const T* p, float* out) {
+  Pack<T, N> pk = *reinterpret_cast<const Pack<T, N>*>(p);
+#pragma unroll
+  for (int k = 0; k < N; ++k) out[k] = Io<T>::to(pk.v[k]);
+}
+template <class T, int N>
+__device__ __forceinline__ void store_n(T* p, const float* in) {
+  Pack<T, N> pk;
+#pragma unroll
+  for (int k = 0; k < N; ++k) pk.v[k] = Io<T>::from(in[k]);
+  *reinterpret_cast<Pack<T, N>*>(p) = pk;
+}
+
+template <int LANES>
+__device__ __forceinline__ float group_max(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <int LANES>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// Block-wide reductions (every thread gets the result). `scratch`: 32 floats
+// of shared memory; the block size is a multiple of 32.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_sum<32>(v);
+  __syncthreads();  // scratch may still be read from a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return group_sum<32>(v);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = group_max<32>(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -INFINITY;
+  return group_max<32>(v);
+}
+
+inline bool host_contiguous(const forge_tensor& t) {
+  int64_t expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return true;
+}
+inline int64_t host_numel(const forge_tensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
+  return n;
+}
+inline bool host_float(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_FLOAT16 || d == FORGE_BFLOAT16; }
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+inline size_t dtype_size(int32_t d) { return d == FORGE_FLOAT32 ? 4 : 2; }
+// A launch error (bad configuration, too many resources) as a nonzero return.
+inline int launch_status() { return cudaPeekAtLastError() == cudaSuccess ? 0 : 1; }
+
+}  // namespace
+
+namespace {
+// Calls f(T{}) with T the storage type of dtype d; 1 for other dtypes and
+// for those FORGE_DTYPES leaves out (forge_kernel.h).
+template <class F>
+int with_dtype(int32_t d, F&& f) {
+  switch (d) {
+#if FORGE_DTYPES & 1
+    case FORGE_FLOAT32: return f(float{});
+#endif
+#if FORGE_DTYPES & 4
+    case FORGE_FLOAT16: return f(__half{});
+#endif
+#if FORGE_DTYPES & 8
+    case FORGE_BFLOAT16: return f(__nv_bfloat16{});
+#endif
+    default: return 1;
+  }
+}
+}  // namespace
