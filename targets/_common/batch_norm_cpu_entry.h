@@ -1,0 +1,116 @@
+template <class T>
+int bn_p_dispatch(const BnArgs& a) {
+  switch (a.p_dtype) {
+    case FORGE_FLOAT32: return bn_save_dispatch<T, float>(a);
+    case FORGE_BFLOAT16: return bn_save_dispatch<T, bf16>(a);
+    case FORGE_FLOAT16: return bn_save_dispatch<T, f16>(a);
+    default: return 1;
+  }
+}
+
+__attribute__((noinline)) int batch_norm_run(const BnArgs& a) {
+  switch (a.x_dtype) {
+    case FORGE_FLOAT32: return bn_p_dispatch<float>(a);
+    case FORGE_BFLOAT16: return bn_p_dispatch<bf16>(a);
+    case FORGE_FLOAT16: return bn_p_dispatch<f16>(a);
+    default: return 1;
+  }
+}
+
+}  // namespace
+
+#if FORGE_P_ISA != 0
+#pragma GCC pop_options
+#endif
+
+namespace {
+// The ISA the compute code was compiled for is present on this CPU.
+bool cpu_ok() {
+#if FORGE_P_ISA == 3
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#elif FORGE_P_ISA == 2
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+#else
+  return true;
+#endif
+}
+
+bool is_contiguous(const forge_tensor& t) {
+  int64_t expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return true;
+}
+}  // namespace
+
+namespace {
+bool float_dtype(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_BFLOAT16 || d == FORGE_FLOAT16; }
+int64_t numel_of(const forge_tensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
+  return n;
+}
+// [N, C, *] with C fastest: strides (C*HW, 1, then row-major over * times C).
+bool is_channels_last(const forge_tensor& t) {
+  if (t.ndim < 2) return false;
+  const int64_t C = t.sizes[1];
+  if (C != 1 && t.strides[1] != 1) return false;
+  int64_t expect = C;
+  for (int d = t.ndim - 1; d >= 2; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.sizes[d];
+  }
+  return t.sizes[0] == 1 || t.strides[0] == expect;
+}
+}  // namespace
+
+// native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean,
+//                   Tensor? running_var, bool training, float momentum, float eps)
+//   -> (Tensor out, Tensor save_mean, Tensor save_invstd)      (training=False only)
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != 5 || call->n_outputs != 3 || call->n_scalars < 3) return 1;
+  const forge_tensor& x = call->inputs[0];
+  const forge_tensor& w = call->inputs[1];
+  const forge_tensor& b = call->inputs[2];
+  const forge_tensor& rm = call->inputs[3];
+  const forge_tensor& rv = call->inputs[4];
+  const forge_tensor& y = call->outputs[0];
+  const forge_tensor& sm = call->outputs[1];
+  const forge_tensor& si = call->outputs[2];
+  if (call->scalars[0].kind != FORGE_ARG_BOOL || call->scalars[0].i != 0) return 1;  // eval mode only
+  if (call->scalars[2].kind != FORGE_ARG_FLOAT) return 1;
+  if (!x.data || x.ndim < 2 || !float_dtype(x.dtype)) return 1;
+  if (!y.data || y.ndim != x.ndim || y.dtype != x.dtype) return 1;
+  for (int d = 0; d < x.ndim; ++d)
+    if (y.sizes[d] != x.sizes[d] || (x.sizes[d] != 1 && y.strides[d] != x.strides[d])) return 1;
+  const int64_t N = x.sizes[0], C = x.sizes[1];
+  const int64_t NC = N * C;
+  const int64_t HW = NC ? numel_of(x) / NC : 0;
+  const bool nchw = is_contiguous(x), nhwc = is_channels_last(x);
+  if (!nchw && !(FORGE_NHWC && nhwc)) return 1;
+  // [N, C] (HW = 1) is both: rows of C channels, the NHWC loop's case.
+  const bool channels_last = FORGE_NHWC && nhwc && (!nchw || HW == 1);
+  // running stats required (eval); weight/bias optional; one float dtype, C elements, contiguous.
+  if (!rm.data || !rv.data) return 1;
+  const forge_tensor* params[4] = {&w, &b, &rm, &rv};
+  int32_t p_dtype = rm.dtype;
+  for (const forge_tensor* p : params) {
+    if (!p->data) continue;
+    if (p->dtype != p_dtype || !float_dtype(p->dtype) || numel_of(*p) != C || !is_contiguous(*p)) return 1;
+  }
+  // save_mean / save_invstd: both empty, or both C contiguous elements of one dtype.
+  const int64_t ns = numel_of(sm);
+  if (numel_of(si) != ns || (ns != 0 && ns != C)) return 1;
+  if (ns && (!sm.data || !si.data || sm.dtype != si.dtype || !float_dtype(sm.dtype) || !is_contiguous(sm) ||
+             !is_contiguous(si)))
+    return 1;
+  if (!cpu_ok()) return 1;
+  if (numel_of(x) == 0) return 0;
+  BnArgs a{x.data,  w.data,  b.data,   rm.data, rv.data, y.data, ns ? sm.data : nullptr, ns ? si.data : nullptr,
+           x.dtype, p_dtype, ns ? sm.dtype : FORGE_FLOAT32, N, C, HW, channels_last,
+           static_cast<float>(call->scalars[2].f)};
+  return batch_norm_run(a);
+}
