@@ -31,8 +31,20 @@ TARGETS = os.path.dirname(HERE)
 ROOT = os.path.dirname(TARGETS)
 
 
+def source_text(src):
+    """The template as forge loads it: `#include "../_common/NAME"` lines
+    replaced by the file (rules/strategies.cpp, inline_common); the cache key."""
+    out = []
+    for line in open(src).read().splitlines(keepends=True):
+        if line.startswith('#include "../_common/'):
+            name = line[len('#include "../_common/'):].split('"')[0]
+            line = open(os.path.join(TARGETS, "_common", name)).read()
+        out.append(line)
+    return "".join(out)
+
+
 def compile_instance(src, params, march, cache, extra):
-    key = hashlib.sha256((open(src).read() + json.dumps(params, sort_keys=True) + march + " ".join(extra)).encode()).hexdigest()[:16]
+    key = hashlib.sha256((source_text(src) + json.dumps(params, sort_keys=True) + march + " ".join(extra)).encode()).hexdigest()[:16]
     out = os.path.join(cache, os.path.basename(src) + "." + key + ".so")
     if not os.path.exists(out):
         cmd = ["g++", "-O3", "-march=" + march, "-std=c++17", "-shared", "-fPIC", "-Wl,-z,defs",
