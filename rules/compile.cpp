@@ -404,8 +404,8 @@ BackgroundCompile::BackgroundCompile(BuildContext& ctx, std::vector<CandidateSou
   }
   for (const Unit* u : m->plan->todo) m->source_keys.insert(source_key(m->sources[u->index]));
   Command c = write_batch(ctx, m->plan->todo, m->sources, m->plan->cuda_arch, options, m->plan->dir);
-  // Below the evaluation's own work: the worker times on the host's clock too
-  // (launches between events), so it keeps first call on the cores.
+  // At a lower priority than the evaluation running meanwhile: the worker's
+  // timings depend on the host too (it launches between its events).
   c.argv.insert(c.argv.begin(), {"nice", "-n", "10"});
   State* s = m.get();
   s->thread = std::thread([s, c] {
