@@ -8,6 +8,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
+
+#include "rules/family.h"
+#include "rules/strategies.h"
 
 namespace forge::test {
 namespace fs = std::filesystem;
@@ -40,6 +44,14 @@ std::string read_text(const fs::path& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string library_kernel(const std::string& family, const std::string& strategy) {
+  for (const auto& f : load_families(default_targets_dir()))
+    if (f.name == family)
+      for (const auto& s : load_strategies(f))
+        if (s.name == strategy) return s.text;
+  throw std::runtime_error("no strategy " + family + "/" + strategy + " in the library");
 }
 
 CliResult run_forge(const std::string& args, const fs::path& cwd, const std::string& wrapper) {

@@ -23,6 +23,10 @@ class TempDir {
 void write_text(const std::filesystem::path& path, const std::string& text);
 std::string read_text(const std::filesystem::path& path);
 
+// A library template's source as forge loads it (targets/_common blocks
+// inlined): a complete kernel file, e.g. to stand in for a user's own.
+std::string library_kernel(const std::string& family, const std::string& strategy);
+
 struct CliResult {
   int exit_code = -1;
   std::string out;  // stdout

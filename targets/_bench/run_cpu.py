@@ -26,21 +26,11 @@ import time
 
 import yaml
 
+from template_text import source_text  # the template as forge loads it
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = os.path.dirname(HERE)
 ROOT = os.path.dirname(TARGETS)
-
-
-def source_text(src):
-    """The template as forge loads it: `#include "../_common/NAME"` lines
-    replaced by the file (rules/strategies.cpp, inline_common); the cache key."""
-    out = []
-    for line in open(src).read().splitlines(keepends=True):
-        if line.startswith('#include "../_common/'):
-            name = line[len('#include "../_common/'):].split('"')[0]
-            line = open(os.path.join(TARGETS, "_common", name)).read()
-        out.append(line)
-    return "".join(out)
 
 
 def compile_instance(src, params, march, cache, extra):

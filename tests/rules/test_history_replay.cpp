@@ -175,7 +175,7 @@ TEST_CASE("forge replay and forge bisect on a real build") {
 
   // Two hand-written improvements: the library's two_pass kernel as is, then
   // the same with out[0] off by one.
-  const std::string good = test::read_text(src / "targets" / "layer_norm" / "cpu_two_pass.cpp");
+  const std::string good = test::library_kernel("layer_norm", "two_pass");
   std::string bad = good;
   const std::string entry_line = "extern \"C\" int forge_kernel(const forge_call* call) {";
   REQUIRE(bad.find(entry_line) != std::string::npos);

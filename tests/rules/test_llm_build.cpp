@@ -42,7 +42,7 @@ TEST_CASE("forge build with the command provider: an llm kernel verifies and is 
   ::setenv("FORGE_TEST_PLANTED_KEY", key.c_str(), 1);
   test::TempDir dir;
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
-  fs::copy_file(repo / "targets" / "layer_norm" / "cpu_two_pass.cpp", dir / "kernel.cpp");
+  test::write_text(dir / "kernel.cpp", test::library_kernel("layer_norm", "two_pass"));
   test::write_text(dir / "model.sh",
                    "#!/bin/sh\ncat > prompt.txt\necho 'Two passes per row.'\n"
                    "echo '```cpp'\ncat kernel.cpp\necho '```'\n");

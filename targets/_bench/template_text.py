@@ -1,0 +1,22 @@
+"""A template as forge loads it: each `#include "../_common/NAME"` line replaced
+by that file (the mirror of rules/strategies.cpp, inline_common). Prints the
+complete source, e.g. to compile one instance by hand:
+    python3 targets/_bench/template_text.py targets/group_norm/cuda_split_group.cu > gn.cu"""
+import os
+import sys
+
+TARGETS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIRECTIVE = '#include "../_common/'
+
+
+def source_text(src):
+    out = []
+    for line in open(src).read().splitlines(keepends=True):
+        if line.startswith(DIRECTIVE):
+            line = open(os.path.join(TARGETS, "_common", line[len(DIRECTIVE):].split('"')[0])).read()
+        out.append(line)
+    return "".join(out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(source_text(sys.argv[1]))
