@@ -40,15 +40,16 @@ void print_targets_table(const json& targets) {
     std::printf("no targets (nothing captured yet, or none selected by forge.yaml's targets:)\n");
     return;
   }
-  std::printf("%-36s %6s %7s %10s %9s %9s %6s %5s %8s %8s %6s  %s\n", "target", "share",
-              "calls", "time_us", "bytes", "floor_us", "e2e≤", "iters", "×eager", "×compile",
+  std::printf("%-36s %6s %7s %10s %9s %9s %6s %5s %5s %8s %8s %6s  %s\n", "target", "share",
+              "calls", "time_us", "bytes", "floor_us", "e2e≤", "iters", "best@", "×eager", "×compile",
               "floor%", "signature");
   for (const auto& t : targets) {
-    std::printf("%-36s %6s %7ld %10s %9s %9s %6s %5d %8s %8s %6s  %s\n",
+    std::printf("%-36s %6s %7ld %10s %9s %9s %6s %5d %5s %8s %8s %6s  %s\n",
                 t.value("id", "").c_str(), fmt(t["share"], "%.1f%%", 100).c_str(),
                 t.value("calls", 0L), fmt(t["time_us"], "%.0f").c_str(),
                 human_bytes(t["bytes"]).c_str(), fmt(t["floor_us"], "%.1f").c_str(),
                 fmt(t["amdahl_max_speedup"], "%.2f×").c_str(), t.value("iterations", 0),
+                fmt(t["best_iteration"], "%.0f").c_str(),
                 fmt(t["best_speedup_eager"], "%.2f").c_str(),
                 fmt(t["best_speedup_compile"], "%.2f").c_str(),
                 fmt(t["floor_pct"], "%.0f%%").c_str(), t.value("signature", "").c_str());

@@ -85,6 +85,8 @@ nlohmann::json target_json(const Target& t) {
           {"amdahl_max_speedup", t.amdahl},
           {"samples", t.samples},
           {"iterations", t.iterations},
+          {"tree_depth", t.tree_depth},
+          {"best_iteration", t.best_iteration ? nlohmann::json(*t.best_iteration) : nlohmann::json(nullptr)},
           {"verified", t.verified},
           {"accepted", t.accepted},
           {"outcomes", t.outcomes},

@@ -47,6 +47,8 @@ struct Target {
   nlohmann::json sample_inputs;  // [[{digest, dtype, sizes, strides}...], ...]
   // Filled by later stages (null in JSON until measured).
   int iterations = 0;
+  int tree_depth = 0;                 // the search tree's deepest node (the root's children: 1)
+  std::optional<int> best_iteration;  // the iteration, from 1, that found the best accepted kernel
   int verified = 0;  // candidates that passed verification, faster or not
   int accepted = 0;  // verified and faster than stock
   std::vector<KernelRecord> kernels;  // accepted candidates, in iteration order

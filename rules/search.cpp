@@ -225,6 +225,8 @@ std::string search_context(const BuildContext& ctx, const Target& t, const Famil
 
 void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   t.iterations = tree.completed();
+  t.tree_depth = 0;
+  t.best_iteration.reset();
   t.verified = t.accepted = 0;
   t.outcomes.clear();
   t.kernels.clear();
@@ -236,6 +238,7 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   int timed = 0;
   for (const auto& n : tree.nodes()) {
     if (n.id == mcts::kRoot || n.pending) continue;
+    t.tree_depth = std::max(t.tree_depth, n.depth);
     ++t.outcomes[mcts::status_name(n.outcome.status)];
     if (json r = get_json_object(ctx.builder.store(), n.outcome.steps.value("evaluation", ""));
         r.is_object()) {
@@ -259,6 +262,7 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   t.stage_seconds = {{"evaluations", timed}, {"compile", compile_s}, {"verify", verify_s},
                      {"bench", bench_s}, {"worker", eval_s}};
   if (!best) return;
+  t.best_iteration = best->iteration + 1;
   t.best_speedup_eager = best->outcome.speedup;
   json rec = get_json_object(ctx.builder.store(), best->outcome.steps.value("evaluation", ""));
   if (rec.is_object()) {

@@ -43,9 +43,15 @@ TEST_CASE("the example's targets are searched, a candidate is accepted, and the 
     CHECK_MESSAGE(t["verified"].get<int>() >= 1, "no candidate verified: " << t.dump());
     CHECK(t["accepted"].get<int>() <= t["verified"].get<int>());
     accepted += t["accepted"].get<int>();
+    CHECK(t["tree_depth"].get<int>() >= 1);
+    CHECK(t["tree_depth"].get<int>() <= 2);  // two iterations: one or two levels
     if (t["accepted"].get<int>() > 0) {
       CHECK(t["best_speedup_eager"].get<double>() > 1.0);
       CHECK(t["best_strategy"].is_string());
+      CHECK(t["best_iteration"].get<int>() >= 1);
+      CHECK(t["best_iteration"].get<int>() <= 2);
+    } else {
+      CHECK(t["best_iteration"].is_null());
     }
   }
   CHECK_MESSAGE(accepted >= 1, "no candidate was accepted: " << r["targets"].dump());
