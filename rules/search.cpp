@@ -116,11 +116,11 @@ class SearchEvaluator : public mcts::Evaluator {
     if (m_ahead > 0 && m_tree && m_ahead_from) {
       const auto t0 = std::chrono::steady_clock::now();
       bool ahead = false;
-      for (auto& b : m_batches)
-        if (b->compiling(src) || b->ready()) {
-          ahead = ahead || b->compiling(src);
-          b->finish();
-        }
+      for (auto& b : m_batches) {
+        const bool has_src = b->compiling(src);
+        ahead = ahead || has_src;
+        if (has_src || b->ready()) b->finish();
+      }
       m_batches.erase(std::remove_if(m_batches.begin(), m_batches.end(),
                                      [](const auto& b) { return b->size() == 0; }),
                       m_batches.end());

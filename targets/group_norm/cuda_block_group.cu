@@ -147,4 +147,5 @@ int launch(const GnArgs& a, cudaStream_t stream) {
   return launch_status();
 }
 
-#include "../_common/group_norm_cuda_entry.cuh"  // dispatch, argument checks and entry points: inlined when forge loads the template
+#include "../_common/group_norm_cuda_parse.cuh"  // dtype dispatch and argument checks: inlined when forge loads the template
+#include "../_common/group_norm_cuda_entry.cuh"  // the entry points: inlined when forge loads the template

@@ -102,16 +102,7 @@ __device__ __forceinline__ void apply_range(const T* xs, T* ys, const TW* w, con
   }
 }
 
-struct Moments {
-  float n, mean, m2;
-};
-__device__ __forceinline__ Moments merge(Moments a, Moments b) {
-  const float n = a.n + b.n;
-  if (n == 0.0f) return a;
-  const float d = b.mean - a.mean;
-  const float fb = b.n / n;
-  return Moments{n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
-}
+#include "../_common/group_norm_moments.cuh"  // partial moments and their merge: inlined when forge loads the template
 
 // Groups [ng0, ng0 + groups) (one wave); workspace slots are indexed by the
 // global (group, chunk), so the apply kernel reads them whatever the wave.
@@ -235,4 +226,5 @@ int launch(const GnArgs& a, cudaStream_t stream) {
   return 0;
 }
 
-#include "../_common/group_norm_cuda_entry.cuh"  // dispatch, argument checks and entry points: inlined when forge loads the template
+#include "../_common/group_norm_cuda_parse.cuh"  // dtype dispatch and argument checks: inlined when forge loads the template
+#include "../_common/group_norm_cuda_entry.cuh"  // the entry points: inlined when forge loads the template

@@ -76,16 +76,7 @@ struct GnArgs {
   void* workspace;
 };
 
-struct Moments {
-  float n, mean, m2;
-};
-__device__ __forceinline__ Moments merge(Moments a, Moments b) {
-  const float n = a.n + b.n;
-  if (n == 0.0f) return a;
-  const float d = b.mean - a.mean;
-  const float fb = b.n / n;
-  return Moments{n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
-}
+#include "../_common/group_norm_moments.cuh"  // partial moments and their merge: inlined when forge loads the template
 
 __global__ void gn_reset(int* __restrict__ counters, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -309,4 +300,5 @@ int launch(const GnArgs& a, cudaStream_t stream) {
   return vec ? run(gn_ticket<T, TW, TS, VW, true>) : run(gn_ticket<T, TW, TS, VW, false>);
 }
 
-#include "../_common/group_norm_cuda_entry.cuh"  // dispatch, argument checks and entry points: inlined when forge loads the template
+#include "../_common/group_norm_cuda_parse.cuh"  // dtype dispatch and argument checks: inlined when forge loads the template
+#include "../_common/group_norm_cuda_entry.cuh"  // the entry points: inlined when forge loads the template
