@@ -4,9 +4,10 @@
 # verified (captured and fresh inputs, poisoned outputs) and timed against eager
 # in the worker, out of process, under a timeout. A quick look at a new template
 # on the GPU without a whole search. Prints a table last; $OUT/try-<model>.json.
-#   bash bench/gpu/try_grid.sh vae native_group_norm targets/group_norm/cuda_ticket_group.cu \
-#       "BLOCK=512 PER_THREAD=32" "BLOCK=256 PER_THREAD=16"
-# Environment: FORGE_TRY_DEADLINE (s for the whole script, default 540).
+#   bash bench/gpu/try_grid.sh vae native_group_norm targets/group_norm/cuda_split_group.cu \
+#       "BLOCK=512 CHUNK=131072 WAVE_MB=0" "BLOCK=128 CHUNK=8192 WAVE_MB=0"
+# Environment: FORGE_TRY_DEADLINE (s for the whole script, default 540),
+# FORGE_TRY_TARGETS (a regex the target ids must match, default all).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 start=$(date +%s)
@@ -22,9 +23,9 @@ echo "forge built and $model captured in $(( $(date +%s) - start )) s"
 work=$(mktemp -d)
 results="$OUT/try-$model.jsonl"; : > "$results"
 python3 - "$OUT/try-status.json" "$op" > "$work/targets" <<'PY'
-import json, sys
+import json, os, re, sys
 for t in json.load(open(sys.argv[1]))["targets"]:
-    if t["op"] == sys.argv[2]:
+    if t["op"] == sys.argv[2] and re.search(os.environ.get("FORGE_TRY_TARGETS", ""), t["id"]):
         print(t["id"], t["signature"])
 PY
 while read -r id signature; do
