@@ -160,8 +160,9 @@ namespace {
 // starts with `#include "../_common/NAME"` is replaced by that file's text, so
 // every candidate stays one self-contained source (what is compiled, hashed,
 // committed to history and replayed later), while a template file still
-// compiles on its own (targets/_bench).
-std::string inline_common(const std::string& text, const fs::path& source) {
+// compiles on its own (targets/_bench). A shared block may include others the
+// same way (the path works from _common/ too), up to a small depth.
+std::string inline_common(const std::string& text, const fs::path& source, int depth = 0) {
   static const std::string directive = "#include \"../_common/";
   std::string out;
   std::istringstream in(text);
@@ -181,7 +182,10 @@ std::string inline_common(const std::string& text, const fs::path& source) {
     if (end == std::string::npos || !read_file(file, &common))
       throw Error(source.string() + ":" + std::to_string(number) + ": cannot read the shared block " +
                   file.lexically_normal().string());
-    out += common;
+    if (depth >= 4)
+      throw Error(source.string() + ":" + std::to_string(number) + ": shared blocks nested more than 4 deep (a cycle?) at " +
+                  file.lexically_normal().string());
+    out += inline_common(common, file, depth + 1);
   }
   return out;
 }

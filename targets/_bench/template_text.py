@@ -1,5 +1,5 @@
 """A template as forge loads it: each `#include "../_common/NAME"` line replaced
-by that file (the mirror of rules/strategies.cpp, inline_common). Prints the
+by that file, recursively (the mirror of rules/strategies.cpp, inline_common). Prints the
 complete source, e.g. to compile one instance by hand:
     python3 targets/_bench/template_text.py targets/group_norm/cuda_split_group.cu > gn.cu"""
 import os
@@ -9,11 +9,13 @@ TARGETS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIRECTIVE = '#include "../_common/'
 
 
-def source_text(src):
+def source_text(src, depth=0):
     out = []
     for line in open(src).read().splitlines(keepends=True):
         if line.startswith(DIRECTIVE):
-            line = open(os.path.join(TARGETS, "_common", line[len(DIRECTIVE):].split('"')[0])).read()
+            if depth >= 4:
+                raise SystemExit(f"{src}: shared blocks nested more than 4 deep (a cycle?)")
+            line = source_text(os.path.join(TARGETS, "_common", line[len(DIRECTIVE):].split('"')[0]), depth + 1)
         out.append(line)
     return "".join(out)
 

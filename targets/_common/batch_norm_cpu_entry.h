@@ -1,58 +1,19 @@
-template <class T>
-int bn_p_dispatch(const BnArgs& a) {
-  switch (a.p_dtype) {
-    case FORGE_FLOAT32: return bn_save_dispatch<T, float>(a);
-    case FORGE_BFLOAT16: return bn_save_dispatch<T, bf16>(a);
-    case FORGE_FLOAT16: return bn_save_dispatch<T, f16>(a);
-    default: return 1;
-  }
-}
-
+// The storage types of x, the parameters and the saved statistics, picked at
+// run time; bn_typed (the template's) runs the op for them.
 __attribute__((noinline)) int batch_norm_run(const BnArgs& a) {
-  switch (a.x_dtype) {
-    case FORGE_FLOAT32: return bn_p_dispatch<float>(a);
-    case FORGE_BFLOAT16: return bn_p_dispatch<bf16>(a);
-    case FORGE_FLOAT16: return bn_p_dispatch<f16>(a);
-    default: return 1;
-  }
+  return with_float_type(a.x_dtype, [&](auto t) {
+    return with_float_type(a.p_dtype, [&](auto tp) {
+      return with_float_type(a.s_dtype, [&](auto ts) {
+        bn_typed<decltype(t), decltype(tp), decltype(ts)>(a);
+        return 0;
+      });
+    });
+  });
 }
 
-}  // namespace
-
-#if FORGE_P_ISA != 0
-#pragma GCC pop_options
-#endif
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, is_contiguous, float_dtype, numel_of
 
 namespace {
-// The ISA the compute code was compiled for is present on this CPU.
-bool cpu_ok() {
-#if FORGE_P_ISA == 3
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-#elif FORGE_P_ISA == 2
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-#else
-  return true;
-#endif
-}
-
-bool is_contiguous(const forge_tensor& t) {
-  int64_t expect = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
-    expect *= t.sizes[d];
-  }
-  return true;
-}
-}  // namespace
-
-namespace {
-bool float_dtype(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_BFLOAT16 || d == FORGE_FLOAT16; }
-int64_t numel_of(const forge_tensor& t) {
-  int64_t n = 1;
-  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
-  return n;
-}
 // [N, C, *] with C fastest: strides (C*HW, 1, then row-major over * times C).
 bool is_channels_last(const forge_tensor& t) {
   if (t.ndim < 2) return false;

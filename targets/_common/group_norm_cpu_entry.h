@@ -48,72 +48,20 @@ void gn_rows(const GnArgs& a) {
     }
 }
 
-template <class T, class TW>
-int gn_stat_dispatch(const GnArgs& a) {
-  switch (a.stat_dtype) {
-    case FORGE_FLOAT32: gn_rows<T, TW, float>(a); return 0;
-    case FORGE_BFLOAT16: gn_rows<T, TW, bf16>(a); return 0;
-    case FORGE_FLOAT16: gn_rows<T, TW, f16>(a); return 0;
-    default: return 1;
-  }
-}
-
-template <class T>
-int gn_w_dispatch(const GnArgs& a) {
-  switch (a.w_dtype) {
-    case FORGE_FLOAT32: return gn_stat_dispatch<T, float>(a);
-    case FORGE_BFLOAT16: return gn_stat_dispatch<T, bf16>(a);
-    case FORGE_FLOAT16: return gn_stat_dispatch<T, f16>(a);
-    default: return 1;
-  }
-}
-
+// The storage types of x, weight/bias and mean/rstd, picked at run time.
 __attribute__((noinline)) int group_norm_run(const GnArgs& a) {
-  switch (a.x_dtype) {
-    case FORGE_FLOAT32: return gn_w_dispatch<float>(a);
-    case FORGE_BFLOAT16: return gn_w_dispatch<bf16>(a);
-    case FORGE_FLOAT16: return gn_w_dispatch<f16>(a);
-    default: return 1;
-  }
+  return with_float_type(a.x_dtype, [&](auto t) {
+    return with_float_type(a.w_dtype, [&](auto tw) {
+      return with_float_type(a.stat_dtype, [&](auto ts) {
+        gn_rows<decltype(t), decltype(tw), decltype(ts)>(a);
+        return 0;
+      });
+    });
+  });
 }
 
-}  // namespace
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, is_contiguous, float_dtype, numel_of
 
-#if FORGE_P_ISA != 0
-#pragma GCC pop_options
-#endif
-
-namespace {
-// The ISA the compute code was compiled for is present on this CPU.
-bool cpu_ok() {
-#if FORGE_P_ISA == 3
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-#elif FORGE_P_ISA == 2
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-#else
-  return true;
-#endif
-}
-
-bool is_contiguous(const forge_tensor& t) {
-  int64_t expect = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
-    expect *= t.sizes[d];
-  }
-  return true;
-}
-}  // namespace
-
-namespace {
-bool float_dtype(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_BFLOAT16 || d == FORGE_FLOAT16; }
-int64_t numel_of(const forge_tensor& t) {
-  int64_t n = 1;
-  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
-  return n;
-}
-}  // namespace
 
 // native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C,
 //                   SymInt HxW, int group, float eps) -> (Tensor out, Tensor mean, Tensor rstd)

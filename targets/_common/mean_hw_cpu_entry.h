@@ -1,55 +1,16 @@
-template <class T>
-int mean_out_dispatch(int32_t out_dtype, const void* x, void* y, int64_t planes, int64_t hw) {
-  switch (out_dtype) {
-    case FORGE_FLOAT32: mean_planes(static_cast<const T*>(x), static_cast<float*>(y), planes, hw); return 0;
-    case FORGE_BFLOAT16: mean_planes(static_cast<const T*>(x), static_cast<bf16*>(y), planes, hw); return 0;
-    case FORGE_FLOAT16: mean_planes(static_cast<const T*>(x), static_cast<f16*>(y), planes, hw); return 0;
-    default: return 1;
-  }
-}
-
+// The storage types of x and the output, picked at run time.
 __attribute__((noinline)) int mean_run(int32_t in_dtype, int32_t out_dtype, const void* x, void* y, int64_t planes,
                                        int64_t hw) {
-  switch (in_dtype) {
-    case FORGE_FLOAT32: return mean_out_dispatch<float>(out_dtype, x, y, planes, hw);
-    case FORGE_BFLOAT16: return mean_out_dispatch<bf16>(out_dtype, x, y, planes, hw);
-    case FORGE_FLOAT16: return mean_out_dispatch<f16>(out_dtype, x, y, planes, hw);
-    default: return 1;
-  }
+  return with_float_type(in_dtype, [&](auto t) {
+    return with_float_type(out_dtype, [&](auto to) {
+      mean_planes(static_cast<const decltype(t)*>(x), static_cast<decltype(to)*>(y), planes, hw);
+      return 0;
+    });
+  });
 }
 
-}  // namespace
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, is_contiguous, float_dtype, numel_of
 
-#if FORGE_P_ISA != 0
-#pragma GCC pop_options
-#endif
-
-namespace {
-// The ISA the compute code was compiled for is present on this CPU.
-bool cpu_ok() {
-#if FORGE_P_ISA == 3
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-#elif FORGE_P_ISA == 2
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-#else
-  return true;
-#endif
-}
-
-bool is_contiguous(const forge_tensor& t) {
-  int64_t expect = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
-    expect *= t.sizes[d];
-  }
-  return true;
-}
-}  // namespace
-
-namespace {
-bool float_dtype(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_BFLOAT16 || d == FORGE_FLOAT16; }
-}  // namespace
 
 // mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 extern "C" int forge_kernel(const forge_call* call) {

@@ -167,17 +167,11 @@ void bn_save(const BnArgs& a) {
   }
 }
 
-template <class T, class TP>
-int bn_save_dispatch(const BnArgs& a) {
-  switch (a.s_dtype) {
-    case FORGE_FLOAT32: bn_save<TP, float>(a); break;
-    case FORGE_BFLOAT16: bn_save<TP, bf16>(a); break;
-    case FORGE_FLOAT16: bn_save<TP, f16>(a); break;
-    default: return 1;
-  }
+template <class T, class TP, class TS>
+void bn_typed(const BnArgs& a) {
+  bn_save<TP, TS>(a);
   if (a.channels_last) bn_nhwc<T, TP>(a);
   else bn_nchw<T, TP>(a);
-  return 0;
 }
 
 #include "../_common/batch_norm_cpu_entry.h"  // dispatch, argument checks and entry points: inlined when forge loads the template

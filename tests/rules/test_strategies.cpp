@@ -58,6 +58,14 @@ TEST_CASE("a template's #include \"../_common/NAME\" line becomes that file's te
   REQUIRE(strategies.size() == 1);
   CHECK(strategies[0].text == "// k\nint helper() { return 1; }\nint forge_kernel() { return helper(); }\n");
 
+  // A shared block may include another; a cycle is an error, not a hang.
+  test::write_text(dir / "_common" / "outer.h", "#include \"../_common/helpers.h\"\nint outer() { return helper(); }\n");
+  test::write_text(dir / "fam" / "k.cpp", "#include \"../_common/outer.h\"\n");
+  CHECK(load_strategies(families[0])[0].text == "int helper() { return 1; }\nint outer() { return helper(); }\n");
+  test::write_text(dir / "_common" / "loop.h", "#include \"../_common/loop.h\"\n");
+  test::write_text(dir / "fam" / "k.cpp", "#include \"../_common/loop.h\"\n");
+  CHECK_THROWS_WITH_AS(load_strategies(families[0]), doctest::Contains("nested more than 4 deep"), Error);
+
   test::write_text(dir / "fam" / "k.cpp", "// k\n\n#include \"../_common/missing.h\"\n");
   try {
     load_strategies(families[0]);
