@@ -46,44 +46,7 @@ constexpr int BLOCK = FORGE_P_BLOCK;
 static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
 static_assert(LANES >= 1 && LANES <= BLOCK && BLOCK % LANES == 0, "FORGE_P_LANES must divide FORGE_P_BLOCK");
 
-struct BnArgs {
-  const void* x;
-  const void* w;
-  const void* b;
-  const void* rm;
-  const void* rv;
-  void* y;
-  void* save_mean;    // NULL: the caller's save_mean is empty
-  void* save_invstd;
-  int64_t N, C, HW, numel;
-  bool channels_last;  // NHWC memory: the channel is the fastest dim
-  float eps;
-};
-
-// The stock CUDA arithmetic: invstd = rsqrt(var + eps) (batch_norm_calc_invstd),
-// y = ((x - mean) * invstd) * w + b, contracted by nvcc to one fma.
-template <class TP>
-__device__ __forceinline__ void channel_params(const TP* rm, const TP* rv, const TP* w, const TP* b, int64_t c,
-                                               float eps, float& mean, float& invstd, float& wc, float& bc) {
-  mean = Io<TP>::to(rm[c]);
-  invstd = rsqrtf(Io<TP>::to(rv[c]) + eps);
-  wc = w ? Io<TP>::to(w[c]) : 1.0f;
-  bc = b ? Io<TP>::to(b[c]) : 0.0f;
-}
-__device__ __forceinline__ float bn_apply(float x, float mean, float invstd, float wc, float bc) {
-  return fmaf((x - mean) * invstd, wc, bc);
-}
-
-// save_mean = running_mean, save_invstd = rsqrt(running_var + eps), [C].
-template <class TP, class TS>
-__device__ __forceinline__ void write_saved(const TP* rm, const TP* rv, TS* sm, TS* si, int64_t C, float eps) {
-  if (!sm) return;
-  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < C;
-       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    sm[c] = Io<TS>::from(Io<TP>::to(rm[c]));
-    si[c] = Io<TS>::from(rsqrtf(Io<TP>::to(rv[c]) + eps));
-  }
-}
+#include "../_common/batch_norm_cuda_params.cuh"  // arguments, per-channel constants and saved statistics: inlined when forge loads the template
 
 template <class T, class TP, class TS, int VW, bool VEC>
 __global__ void __launch_bounds__(BLOCK) bn_planes(const T* __restrict__ x, const TP* __restrict__ w,

@@ -64,17 +64,7 @@ static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a
 static_assert(SMEM_BYTES >= 1024 && SMEM_BYTES <= 227 * 1024, "FORGE_P_SMEM_KB: 1..227");
 static_assert(UNROLL >= 1 && UNROLL <= 16, "FORGE_P_UNROLL: 1..16");
 
-struct GnArgs {
-  const void* x;
-  const void* w;
-  const void* b;
-  void* y;
-  void* mean;
-  void* rstd;
-  int64_t N, C, HW, G;
-  float eps;
-  void* workspace;
-};
+#include "../_common/group_norm_cuda_args.cuh"  // the kernel's arguments: inlined when forge loads the template
 
 // One cluster per slice (looped when there are more slices than clusters in
 // the grid). P: elements per CTA (a multiple of VW); cap: how many of them
