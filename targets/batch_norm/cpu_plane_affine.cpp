@@ -51,85 +51,9 @@
 constexpr int CH = FORGE_P_CHUNK;
 static_assert(CH >= 1 && CH <= 4096, "FORGE_P_CHUNK must be 1..4096");
 
-// a * b + c with one rounding (the stock CPU kernel's fused multiply-add; its
-// results are matched bit for bit only with a real FMA). Without FMA hardware
-// (FORGE_P_ISA 0 under -march=x86-64-v2) the product is formed exactly in
-// double and rounded twice: identical except in rare double-rounding ties.
-inline vf vfma(vf a, vf b, vf c) {
-#if FORGE_AVX512
-  return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif FORGE_AVX2
-  return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
-#elif defined(__FMA__)
-  return (vf)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
-#else
-  vf r;
-  for (int k = 0; k < W; ++k) r[k] = static_cast<float>(static_cast<double>(a[k]) * b[k] + c[k]);
-  return r;
-#endif
-}
-inline float sfma(float a, float b, float c) { return vfma(splat(a), splat(b), splat(c))[0]; }
+#include "../_common/cpu_fma.h"  // fma with the stock kernel's single rounding: inlined when forge loads the template
 
-struct BnArgs {
-  const void* x;
-  const void* w;   // NULL: weight None (1)
-  const void* b;   // NULL: bias None (0)
-  const void* rm;  // running_mean
-  const void* rv;  // running_var
-  void* y;
-  void* save_mean;    // NULL when the caller's save_mean has no elements (CPU eval)
-  void* save_invstd;  // likewise
-  int32_t x_dtype, p_dtype, s_dtype;
-  int64_t N, C, HW;
-  bool channels_last;
-  float eps;
-};
-
-// alpha = invstd * w, beta = b - mean * alpha (one rounding), invstd =
-// 1 / sqrt(var + eps): the stock CPU kernel's per-channel terms, in fp32.
-template <class TP>
-inline void channel_terms(const BnArgs& a, int64_t c, float& alpha, float& beta, float& invstd) {
-  const TP* w = static_cast<const TP*>(a.w);
-  const TP* b = static_cast<const TP*>(a.b);
-  const float mean = to_f32(static_cast<const TP*>(a.rm)[c]);
-  invstd = 1.0f / sqrtf(to_f32(static_cast<const TP*>(a.rv)[c]) + a.eps);
-  alpha = w ? invstd * to_f32(w[c]) : invstd;
-  beta = sfma(-mean, alpha, b ? to_f32(b[c]) : 0.0f);
-}
-
-// y = fma(x, alpha, beta) over one contiguous plane of a channel.
-template <class T>
-inline void apply_plane(const T* x, T* y, int64_t hw, float alpha, float beta) {
-  const vf av = splat(alpha), bv = splat(beta);
-  int64_t i = 0;
-  for (; i + 2 * W <= hw; i += 2 * W) {
-    store(y + i, vfma(load(x + i), av, bv));
-    store(y + i + W, vfma(load(x + i + W), av, bv));
-  }
-  for (; i + W <= hw; i += W) store(y + i, vfma(load(x + i), av, bv));
-  if (i < hw) store_part(y + i, vfma(load_part(x + i, hw - i, T{}), av, bv), hw - i);
-}
-
-// NCHW: channels in chunks of CH (their terms on the stack), then every
-// sample's planes of the chunk in memory order.
-template <class T, class TP>
-void bn_nchw(const BnArgs& a) {
-  const T* x = static_cast<const T*>(a.x);
-  T* y = static_cast<T*>(a.y);
-  float alpha[CH], beta[CH];
-  for (int64_t c0 = 0; c0 < a.C; c0 += CH) {
-    const int64_t nc = a.C - c0 < CH ? a.C - c0 : CH;
-    for (int64_t k = 0; k < nc; ++k) {
-      float invstd;
-      channel_terms<TP>(a, c0 + k, alpha[k], beta[k], invstd);
-    }
-    for (int64_t n = 0; n < a.N; ++n)
-      for (int64_t k = 0; k < nc; ++k) {
-        const int64_t off = (n * a.C + c0 + k) * a.HW;
-        apply_plane(x + off, y + off, a.HW, alpha[k], beta[k]);
-      }
-  }
-}
+#include "../_common/batch_norm_cpu_nchw.h"  // arguments, the stock per-channel terms and the NCHW pass: inlined when forge loads the template
 
 // save_mean / save_invstd: empty on the CPU in eval mode; C elements
 // (running_mean, rsqrt(running_var + eps)) on CUDA in eval mode.
