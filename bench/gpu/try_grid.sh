@@ -58,12 +58,12 @@ python3 - "$results" "$OUT/try-$model.json" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 json.dump(rows, open(sys.argv[2], "w"), indent=1)
-print(f"{'target':32} {'params':28} {'verdict':10} {'cand us':>9} {'eager us':>9} {'x eager':>8} {'floor %':>7}")
+print(f"{'target':32} {'params':40} {'verdict':10} {'cand us':>9} {'eager us':>9} {'x eager':>8} {'floor %':>7}")
 for r in rows:
     rec, b = r["record"], r["record"].get("bench") or {}
     med = lambda k: (b.get(k) or {}).get("median")
     f = lambda v, fmt: format(v, fmt) if isinstance(v, (int, float)) else "-"
-    print(f"{r['target'][:32]:32} {r['params'][:28]:28} {rec.get('verdict', '?')[:10]:10} {f(med('candidate_us'), '9.1f')} "
+    print(f"{r['target'][:32]:32} {r['params'][:40]:40} {rec.get('verdict', '?')[:10]:10} {f(med('candidate_us'), '9.1f')} "
           f"{f(med('eager_us'), '9.1f')} {f(b.get('speedup_eager'), '8.2f')} {f(b.get('floor_pct'), '7.1f')}")
     if rec.get("verdict") != "accepted":
         print("    ", (rec.get("reason", "") + " " + str(rec.get("detail", "")))[:300].replace("\n", " "))
