@@ -11,7 +11,7 @@ __attribute__((noinline)) int batch_norm_run(const BnArgs& a) {
   });
 }
 
-#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, is_contiguous, float_dtype, numel_of
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
 
 namespace {
 // [N, C, *] with C fastest: strides (C*HW, 1, then row-major over * times C).
@@ -43,14 +43,14 @@ extern "C" int forge_kernel(const forge_call* call) {
   const forge_tensor& si = call->outputs[2];
   if (call->scalars[0].kind != FORGE_ARG_BOOL || call->scalars[0].i != 0) return 1;  // eval mode only
   if (call->scalars[2].kind != FORGE_ARG_FLOAT) return 1;
-  if (!x.data || x.ndim < 2 || !float_dtype(x.dtype)) return 1;
+  if (!x.data || x.ndim < 2 || !host_float(x.dtype)) return 1;
   if (!y.data || y.ndim != x.ndim || y.dtype != x.dtype) return 1;
   for (int d = 0; d < x.ndim; ++d)
     if (y.sizes[d] != x.sizes[d] || (x.sizes[d] != 1 && y.strides[d] != x.strides[d])) return 1;
   const int64_t N = x.sizes[0], C = x.sizes[1];
   const int64_t NC = N * C;
-  const int64_t HW = NC ? numel_of(x) / NC : 0;
-  const bool nchw = is_contiguous(x), nhwc = is_channels_last(x);
+  const int64_t HW = NC ? host_numel(x) / NC : 0;
+  const bool nchw = host_contiguous(x), nhwc = is_channels_last(x);
   if (!nchw && !(FORGE_NHWC && nhwc)) return 1;
   // [N, C] (HW = 1) is both: rows of C channels, the NHWC loop's case.
   const bool channels_last = FORGE_NHWC && nhwc && (!nchw || HW == 1);
@@ -60,16 +60,16 @@ extern "C" int forge_kernel(const forge_call* call) {
   int32_t p_dtype = rm.dtype;
   for (const forge_tensor* p : params) {
     if (!p->data) continue;
-    if (p->dtype != p_dtype || !float_dtype(p->dtype) || numel_of(*p) != C || !is_contiguous(*p)) return 1;
+    if (p->dtype != p_dtype || !host_float(p->dtype) || host_numel(*p) != C || !host_contiguous(*p)) return 1;
   }
   // save_mean / save_invstd: both empty, or both C contiguous elements of one dtype.
-  const int64_t ns = numel_of(sm);
-  if (numel_of(si) != ns || (ns != 0 && ns != C)) return 1;
-  if (ns && (!sm.data || !si.data || sm.dtype != si.dtype || !float_dtype(sm.dtype) || !is_contiguous(sm) ||
-             !is_contiguous(si)))
+  const int64_t ns = host_numel(sm);
+  if (host_numel(si) != ns || (ns != 0 && ns != C)) return 1;
+  if (ns && (!sm.data || !si.data || sm.dtype != si.dtype || !host_float(sm.dtype) || !host_contiguous(sm) ||
+             !host_contiguous(si)))
     return 1;
   if (!cpu_ok()) return 1;
-  if (numel_of(x) == 0) return 0;
+  if (host_numel(x) == 0) return 0;
   BnArgs a{x.data,  w.data,  b.data,   rm.data, rv.data, y.data, ns ? sm.data : nullptr, ns ? si.data : nullptr,
            x.dtype, p_dtype, ns ? sm.dtype : FORGE_FLOAT32, N, C, HW, channels_last,
            static_cast<float>(call->scalars[2].f)};

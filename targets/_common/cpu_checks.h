@@ -20,18 +20,5 @@ inline bool cpu_ok() {
 #endif
 }
 
-inline bool is_contiguous(const forge_tensor& t) {
-  int64_t expect = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
-    expect *= t.sizes[d];
-  }
-  return true;
-}
-inline bool float_dtype(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_BFLOAT16 || d == FORGE_FLOAT16; }
-inline int64_t numel_of(const forge_tensor& t) {
-  int64_t n = 1;
-  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
-  return n;
-}
+#include "../_common/host_checks.h"  // host_contiguous, host_numel, host_float: shared with the CUDA templates
 }  // namespace

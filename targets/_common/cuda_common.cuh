@@ -70,20 +70,7 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   return group_max<32>(v);
 }
 
-inline bool host_contiguous(const forge_tensor& t) {
-  int64_t expect = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
-    expect *= t.sizes[d];
-  }
-  return true;
-}
-inline int64_t host_numel(const forge_tensor& t) {
-  int64_t n = 1;
-  for (int d = 0; d < t.ndim; ++d) n *= t.sizes[d];
-  return n;
-}
-inline bool host_float(int32_t d) { return d == FORGE_FLOAT32 || d == FORGE_FLOAT16 || d == FORGE_BFLOAT16; }
+#include "../_common/host_checks.h"  // host_contiguous, host_numel, host_float: shared with the CPU templates
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 inline size_t dtype_size(int32_t d) { return d == FORGE_FLOAT32 ? 4 : 2; }
 // A launch error (bad configuration, too many resources) as a nonzero return.

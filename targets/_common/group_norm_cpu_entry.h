@@ -60,7 +60,7 @@ __attribute__((noinline)) int group_norm_run(const GnArgs& a) {
   });
 }
 
-#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, is_contiguous, float_dtype, numel_of
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
 
 
 // native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C,
@@ -78,23 +78,23 @@ extern "C" int forge_kernel(const forge_call* call) {
   if (call->scalars[4].kind != FORGE_ARG_FLOAT) return 1;
   const int64_t N = call->scalars[0].i, C = call->scalars[1].i, HW = call->scalars[2].i, G = call->scalars[3].i;
   if (N < 0 || C < 1 || HW < 0 || G < 1 || C % G != 0) return 1;
-  if (!x.data || !float_dtype(x.dtype) || x.ndim < 2 || !is_contiguous(x)) return 1;
-  if (x.sizes[0] != N || x.sizes[1] != C || numel_of(x) != N * C * HW) return 1;
-  if (!y.data || y.dtype != x.dtype || y.ndim != x.ndim || !is_contiguous(y)) return 1;
+  if (!x.data || !host_float(x.dtype) || x.ndim < 2 || !host_contiguous(x)) return 1;
+  if (x.sizes[0] != N || x.sizes[1] != C || host_numel(x) != N * C * HW) return 1;
+  if (!y.data || y.dtype != x.dtype || y.ndim != x.ndim || !host_contiguous(y)) return 1;
   for (int d = 0; d < x.ndim; ++d)
     if (y.sizes[d] != x.sizes[d]) return 1;
   int32_t w_dtype = x.dtype;
   const forge_tensor* wb[2] = {&w, &b};
   for (const forge_tensor* p : wb) {
     if (!p->data) continue;
-    if (!float_dtype(p->dtype) || !is_contiguous(*p) || numel_of(*p) != C) return 1;
+    if (!host_float(p->dtype) || !host_contiguous(*p) || host_numel(*p) != C) return 1;
     w_dtype = p->dtype;
   }
   if (w.data && b.data && w.dtype != b.dtype) return 1;
   const forge_tensor* stats[2] = {&mean, &rstd};
   for (const forge_tensor* p : stats) {
-    if (numel_of(*p) != N * G) return 1;
-    if (N && (!p->data || !float_dtype(p->dtype) || !is_contiguous(*p))) return 1;
+    if (host_numel(*p) != N * G) return 1;
+    if (N && (!p->data || !host_float(p->dtype) || !host_contiguous(*p))) return 1;
   }
   if (N && mean.dtype != rstd.dtype) return 1;
   if (!cpu_ok()) return 1;

@@ -10,7 +10,7 @@ __attribute__((noinline)) int layer_norm_run(const LnArgs& a) {
   });
 }
 
-#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, is_contiguous, float_dtype, numel_of
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
 
 
 // native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight,
@@ -26,8 +26,8 @@ extern "C" int forge_kernel(const forge_call* call) {
   const forge_scalar& shape = call->scalars[0];
   if (shape.kind != FORGE_ARG_INT_LIST || shape.len < 1 || shape.len > x.ndim) return 1;
   if (call->scalars[1].kind != FORGE_ARG_FLOAT) return 1;
-  if (!x.data || !float_dtype(x.dtype) || !is_contiguous(x)) return 1;
-  if (!y.data || y.dtype != x.dtype || y.ndim != x.ndim || !is_contiguous(y)) return 1;
+  if (!x.data || !host_float(x.dtype) || !host_contiguous(x)) return 1;
+  if (!y.data || y.dtype != x.dtype || y.ndim != x.ndim || !host_contiguous(y)) return 1;
   int64_t N = 1;
   for (int k = 0; k < shape.len; ++k) {
     if (shape.ints[k] != x.sizes[x.ndim - shape.len + k]) return 1;
@@ -37,22 +37,22 @@ extern "C" int forge_kernel(const forge_call* call) {
     if (y.sizes[d] != x.sizes[d]) return 1;
   if (N == 0) return 1;
   if (FORGE_P_ROW && N != FORGE_P_ROW) return 1;
-  const int64_t total = numel_of(x);
+  const int64_t total = host_numel(x);
   const int64_t M = total / N;
   // weight and bias: None, or normalized_shape-sized contiguous tensors of one float dtype.
   int32_t w_dtype = x.dtype;
   const forge_tensor* wb[2] = {&w, &b};
   for (const forge_tensor* p : wb) {
     if (!p->data) continue;
-    if (!float_dtype(p->dtype) || !is_contiguous(*p) || numel_of(*p) != N) return 1;
+    if (!host_float(p->dtype) || !host_contiguous(*p) || host_numel(*p) != N) return 1;
     w_dtype = p->dtype;
   }
   if (w.data && b.data && w.dtype != b.dtype) return 1;
   // mean and rstd: M elements each (shape input.shape[:axis] + [1]*k), one float dtype.
   const forge_tensor* stats[2] = {&mean, &rstd};
   for (const forge_tensor* p : stats) {
-    if (numel_of(*p) != M) return 1;
-    if (M && (!p->data || !float_dtype(p->dtype) || !is_contiguous(*p))) return 1;
+    if (host_numel(*p) != M) return 1;
+    if (M && (!p->data || !host_float(p->dtype) || !host_contiguous(*p))) return 1;
   }
   if (M && mean.dtype != rstd.dtype) return 1;
   if (!cpu_ok()) return 1;

@@ -9,7 +9,7 @@ __attribute__((noinline)) int mean_run(int32_t in_dtype, int32_t out_dtype, cons
   });
 }
 
-#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, is_contiguous, float_dtype, numel_of
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
 
 
 // mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
@@ -17,8 +17,8 @@ extern "C" int forge_kernel(const forge_call* call) {
   if (!call || call->n_inputs != 1 || call->n_outputs != 1 || call->n_scalars < 1) return 1;
   const forge_tensor& x = call->inputs[0];
   const forge_tensor& y = call->outputs[0];
-  if (!x.data || !y.data || x.ndim < 1 || !float_dtype(x.dtype) || !float_dtype(y.dtype)) return 1;
-  if (!is_contiguous(x) || !is_contiguous(y)) return 1;
+  if (!x.data || !y.data || x.ndim < 1 || !host_float(x.dtype) || !host_float(y.dtype)) return 1;
+  if (!host_contiguous(x) || !host_contiguous(y)) return 1;
   // The reduced dims must be exactly the trailing k dims (None or [] = all).
   bool reduced[FORGE_MAX_DIMS] = {};
   int k = 0;

@@ -9,7 +9,7 @@ __attribute__((noinline)) int softmax_dispatch(int32_t in_dtype, int32_t out_dty
   });
 }
 
-#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, is_contiguous, float_dtype, numel_of
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
 
 extern "C" int forge_kernel(const forge_call* call) {
   if (!call || call->n_inputs != 1 || call->n_outputs != 1 || call->n_scalars < 2) return 1;
@@ -25,7 +25,7 @@ extern "C" int forge_kernel(const forge_call* call) {
     if (x.sizes[d] != y.sizes[d]) return 1;
     numel *= x.sizes[d];
   }
-  if (!is_contiguous(x) || !is_contiguous(y)) return 1;
+  if (!host_contiguous(x) || !host_contiguous(y)) return 1;
   if (!cpu_ok()) return 1;
   if (numel == 0) return 0;
   const int64_t L = x.sizes[x.ndim - 1];

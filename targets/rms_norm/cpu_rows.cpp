@@ -116,7 +116,7 @@ __attribute__((noinline)) int rms_norm_run(const RmsArgs& a) {
   });
 }
 
-#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, is_contiguous, float_dtype, numel_of
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
 
 
 // _fused_rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float? eps)
@@ -133,8 +133,8 @@ extern "C" int forge_kernel(const forge_call* call) {
   if (call->scalars[1].kind == FORGE_ARG_FLOAT) eps = static_cast<float>(call->scalars[1].f);
   else if (call->scalars[1].kind == FORGE_ARG_NONE) eps = 1.1920928955078125e-07f;  // FLT_EPSILON
   else return 1;
-  if (!x.data || !float_dtype(x.dtype) || !is_contiguous(x)) return 1;
-  if (!y.data || y.dtype != x.dtype || y.ndim != x.ndim || !is_contiguous(y)) return 1;
+  if (!x.data || !host_float(x.dtype) || !host_contiguous(x)) return 1;
+  if (!y.data || y.dtype != x.dtype || y.ndim != x.ndim || !host_contiguous(y)) return 1;
   for (int d = 0; d < x.ndim; ++d)
     if (y.sizes[d] != x.sizes[d]) return 1;
   int64_t N = 1;
@@ -144,10 +144,10 @@ extern "C" int forge_kernel(const forge_call* call) {
   }
   if (N == 0) return 1;
   if (FORGE_P_ROW && N != FORGE_P_ROW) return 1;
-  const int64_t M = numel_of(x) / N;
-  if (w.data && (!float_dtype(w.dtype) || !is_contiguous(w) || numel_of(w) != N)) return 1;
-  if (numel_of(rstd) != M) return 1;
-  if (M && (!rstd.data || !float_dtype(rstd.dtype) || !is_contiguous(rstd))) return 1;
+  const int64_t M = host_numel(x) / N;
+  if (w.data && (!host_float(w.dtype) || !host_contiguous(w) || host_numel(w) != N)) return 1;
+  if (host_numel(rstd) != M) return 1;
+  if (M && (!rstd.data || !host_float(rstd.dtype) || !host_contiguous(rstd))) return 1;
   if (!cpu_ok()) return 1;
   if (M == 0) return 0;
   RmsArgs a{x.data, w.data, y.data, rstd.data, x.dtype, w.data ? w.dtype : x.dtype, rstd.dtype, M, N, eps};
