@@ -5,7 +5,7 @@
 # in the worker, out of process, under a timeout. A quick look at a new template
 # on the GPU without a whole search. Prints a table last; $OUT/try-<model>.json.
 #   bash bench/gpu/try_grid.sh vae native_group_norm targets/group_norm/cuda_split_group.cu \
-#       "BLOCK=512 CHUNK=131072 WAVE_MB=0" "BLOCK=128 CHUNK=8192 WAVE_MB=0"
+#       "BLOCK=512 CHUNK=131072 UNROLL=1" "BLOCK=256 CHUNK=32768 UNROLL=4 REVERSE=1 PDL=1"
 # Environment: FORGE_TRY_DEADLINE (s for the whole script, default 540),
 # FORGE_TRY_TARGETS (a regex the target ids must match, default all).
 set -uo pipefail

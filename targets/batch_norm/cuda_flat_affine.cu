@@ -51,18 +51,26 @@ static_assert(UNROLL >= 1 && UNROLL <= 8, "FORGE_P_UNROLL: 1..8");
 
 #include "../_common/batch_norm_cuda_params.cuh"  // arguments, per-channel constants and saved statistics: inlined when forge loads the template
 
+// Division by HW and by C: a multiply and a shift while flat indices fit in
+// 32 bits (SMALL), else 64-bit division (dozens of instructions per vector).
+struct ChannelOf {
+  int64_t C, HW;
+  DivU32 by_c, by_hw;
+};
 // Channel of flat element i: (i / HW) % C for NCHW, i % C for channels-last.
-__device__ __forceinline__ int64_t channel_of(int64_t i, int64_t C, int64_t HW, bool cl) {
-  return cl ? i % C : (i / HW) % C;
+template <bool SMALL>
+__device__ __forceinline__ int64_t channel_of(int64_t i, const ChannelOf& k, bool cl) {
+  if (!SMALL) return cl ? i % k.C : (i / k.HW) % k.C;
+  const uint32_t q = cl ? static_cast<uint32_t>(i) : k.by_hw.div(static_cast<uint32_t>(i));
+  return q - k.by_c.div(q) * static_cast<uint32_t>(k.C);
 }
 
-template <class T, class TP, class TS, int VW, bool VEC>
+template <class T, class TP, class TS, int VW, bool VEC, bool SMALL>
 __global__ void __launch_bounds__(BLOCK) bn_flat(const T* __restrict__ x, const TP* __restrict__ w,
                                                  const TP* __restrict__ b, const TP* __restrict__ rm,
                                                  const TP* __restrict__ rv, T* __restrict__ y, TS* __restrict__ sm,
-                                                 TS* __restrict__ si, int64_t numel, int64_t C, int64_t HW, bool cl,
-                                                 float eps) {
-  write_saved(rm, rv, sm, si, C, eps);
+                                                 TS* __restrict__ si, int64_t numel, ChannelOf ch, bool cl, float eps) {
+  write_saved(rm, rv, sm, si, ch.C, eps);
   const int64_t nvec = numel / VW;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * BLOCK * UNROLL;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * BLOCK * UNROLL + threadIdx.x; base < nvec; base += stride) {
@@ -82,14 +90,14 @@ __global__ void __launch_bounds__(BLOCK) bn_flat(const T* __restrict__ x, const 
       if (VEC && !cl) {
         // The whole vector lies in one channel (HW % VW == 0).
         float mean, invstd, wc, bc;
-        channel_params(rm, rv, w, b, channel_of(iv * VW, C, HW, false), eps, mean, invstd, wc, bc);
+        channel_params(rm, rv, w, b, channel_of<SMALL>(iv * VW, ch, false), eps, mean, invstd, wc, bc);
 #pragma unroll
         for (int e = 0; e < VW; ++e) v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
       } else {
 #pragma unroll
         for (int e = 0; e < VW; ++e) {
           float mean, invstd, wc, bc;
-          channel_params(rm, rv, w, b, channel_of(iv * VW + e, C, HW, cl), eps, mean, invstd, wc, bc);
+          channel_params(rm, rv, w, b, channel_of<SMALL>(iv * VW + e, ch, cl), eps, mean, invstd, wc, bc);
           v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
         }
       }
@@ -112,14 +120,17 @@ int launch(const BnArgs& a, cudaStream_t stream) {
   const int64_t min_blocks = (a.C + BLOCK - 1) / BLOCK;  // write_saved covers C with the grid
   if (blocks < min_blocks) blocks = min_blocks;
   if (blocks > 0x7fffffffLL) blocks = 0x7fffffffLL;
+  const bool small = a.numel <= 0xffffffffLL && a.C > 0 && a.HW > 0;
+  const ChannelOf ch{a.C, a.HW, DivU32::of(small ? static_cast<uint32_t>(a.C) : 1),
+                     DivU32::of(small ? static_cast<uint32_t>(a.HW) : 1)};
   auto run = [&](auto kernel) {
     kernel<<<static_cast<unsigned>(blocks), BLOCK, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const TP*>(a.w), static_cast<const TP*>(a.b),
         static_cast<const TP*>(a.rm), static_cast<const TP*>(a.rv), static_cast<T*>(a.y), static_cast<TS*>(a.save_mean),
-        static_cast<TS*>(a.save_invstd), a.numel, a.C, a.HW, a.channels_last, a.eps);
+        static_cast<TS*>(a.save_invstd), a.numel, ch, a.channels_last, a.eps);
   };
-  if (vec) run(bn_flat<T, TP, TS, VW, true>);
-  else run(bn_flat<T, TP, TS, 1, false>);
+  if (vec) small ? run(bn_flat<T, TP, TS, VW, true, true>) : run(bn_flat<T, TP, TS, VW, true, false>);
+  else small ? run(bn_flat<T, TP, TS, 1, false, true>) : run(bn_flat<T, TP, TS, 1, false, false>);
   return launch_status();
 }
 

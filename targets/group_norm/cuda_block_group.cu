@@ -51,7 +51,8 @@ template <class T, class TW, class TS, int VW, bool VEC>
 __global__ void __launch_bounds__(BLOCK) gn_block_group(const T* __restrict__ x, const TW* __restrict__ w,
                                                         const TW* __restrict__ b, T* __restrict__ y,
                                                         TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
-                                                        int64_t groups, int64_t C, int64_t HW, int64_t G, float eps) {
+                                                        int64_t groups, int64_t C, int64_t HW, int64_t G, float eps,
+                                                        DivU32 hw) {
   __shared__ float scratch[32];
   const int64_t D = C / G, n_el = D * HW;
   constexpr int64_t STEP = static_cast<int64_t>(BLOCK) * VW;
@@ -87,7 +88,9 @@ __global__ void __launch_bounds__(BLOCK) gn_block_group(const T* __restrict__ x,
       mean_out[ng] = Io<TS>::from(mean);
       rstd_out[ng] = Io<TS>::from(rstd);
     }
-    apply_range<T, TW, VW, VEC>(xs, y + off, w, b, g * D, HW, 0, n_el, mean, rstd, BLOCK);
+    float v[1][VW];
+    load_batch<T, VW, VEC, 1>(xs, threadIdx.x * VW, n_el, STEP, v);
+    apply_range<T, TW, VW, VEC, 1>(xs, y + off, w, b, g * D, hw, 0, n_el, mean, rstd, BLOCK, v);
   }
 }
 
@@ -102,7 +105,8 @@ int launch(const GnArgs& a, cudaStream_t stream) {
   auto run = [&](auto kernel) {
     kernel<<<grid, BLOCK, 0, stream>>>(static_cast<const T*>(a.x), static_cast<const TW*>(a.w),
                                        static_cast<const TW*>(a.b), static_cast<T*>(a.y), static_cast<TS*>(a.mean),
-                                       static_cast<TS*>(a.rstd), groups, a.C, a.HW, a.G, a.eps);
+                                       static_cast<TS*>(a.rstd), groups, a.C, a.HW, a.G, a.eps,
+                                       DivU32::of(static_cast<uint32_t>(a.HW)));
   };
   if (vec) run(gn_block_group<T, TW, TS, VW, true>);
   else run(gn_block_group<T, TW, TS, 1, false>);

@@ -27,10 +27,16 @@
  * normalize pass is fused with the merge. 16-byte vectors when HxW and the
  * pointers allow.
  *
- * WAVE_MB > 0: the groups go in waves of about WAVE_MB MB of x, statistics
- * then normalize per wave, so the second read of a wave comes from L2 (50 MB
- * on an H200) instead of HBM: close to one read and one write of x, for two
- * more launches per wave. 0: one wave (every group at once).
+ * UNROLL: 16-byte vectors each thread has in flight, in both passes. The
+ * apply pass issues its first batch before it merges the partials (the loads
+ * do not depend on them), so the merge's latency hides under them.
+ * REVERSE = 1: the apply pass takes the chunks last first. The statistics
+ * pass just read the last chunks, so up to the L2's size of them (50 MB on an
+ * H200) is read from L2 instead of HBM; y is stored with an evict-first hint
+ * so the writes do not push those lines out.
+ * PDL = 1: the apply kernel is a programmatic dependent launch: its blocks
+ * start (and load their first batch) while the statistics kernel drains, and
+ * wait for its results with griddepcontrol.wait (no-op without the attribute).
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -46,8 +52,14 @@
 #ifndef FORGE_P_CHUNK
 #define FORGE_P_CHUNK 32768 /* elements per block: 8192, 32768, 131072 (a multiple of 8) */
 #endif
-#ifndef FORGE_P_WAVE_MB
-#define FORGE_P_WAVE_MB 0 /* MB of x per wave (0: all groups at once): 0, 16, 24 */
+#ifndef FORGE_P_UNROLL
+#define FORGE_P_UNROLL 1 /* 16-byte vectors in flight per thread: 1, 2, 4 */
+#endif
+#ifndef FORGE_P_REVERSE
+#define FORGE_P_REVERSE 0 /* 1: apply pass last chunk first (re-read from L2) */
+#endif
+#ifndef FORGE_P_PDL
+#define FORGE_P_PDL 0 /* 1: apply kernel as a programmatic dependent launch */
 #endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
@@ -56,9 +68,12 @@ namespace {
 
 constexpr int BLOCK = FORGE_P_BLOCK;
 constexpr int64_t CHUNK = FORGE_P_CHUNK;
-constexpr int64_t WAVE_BYTES = static_cast<int64_t>(FORGE_P_WAVE_MB) << 20;
+constexpr int UNROLL = FORGE_P_UNROLL;
+constexpr bool REVERSE = FORGE_P_REVERSE != 0;
+constexpr bool PDL = FORGE_P_PDL != 0;
 static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
 static_assert(CHUNK % 8 == 0 && CHUNK >= 256, "FORGE_P_CHUNK: a multiple of 8, >= 256");
+static_assert(UNROLL >= 1 && UNROLL <= 8, "FORGE_P_UNROLL: 1..8");
 
 #include "../_common/group_norm_cuda_args.cuh"  // the kernel's arguments: inlined when forge loads the template
 
@@ -75,32 +90,36 @@ __device__ __forceinline__ Moments merge(Moments a, Moments b) {
   return Moments{n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
 }
 
-// Groups [ng0, ng0 + groups) (one wave); workspace slots are indexed by the
-// global (group, chunk), so the apply kernel reads them whatever the wave.
 template <class T, int VW, bool VEC>
 __global__ void __launch_bounds__(BLOCK) gn_partial_stats(const T* __restrict__ x, float* __restrict__ ws,
-                                                          int64_t ng0, int64_t groups, int64_t split, int64_t C,
-                                                          int64_t HW, int64_t G) {
+                                                          int64_t groups, int64_t split, int64_t C, int64_t HW,
+                                                          int64_t G) {
   __shared__ float scratch[32];
   const int64_t D = C / G, n_el = D * HW;
+  constexpr int64_t STEP = static_cast<int64_t>(BLOCK) * VW;
   for (int64_t id = blockIdx.x; id < groups * split; id += gridDim.x) {
-    const int64_t ng = ng0 + id / split, k = id % split;
+    const int64_t ng = id / split, k = id % split;
     const int64_t n = ng / G, g = ng % G;
     const int64_t j0 = k * CHUNK, j1 = j0 + CHUNK < n_el ? j0 + CHUNK : n_el;
     const T* xs = x + (n * C + g * D) * HW;
     const float K = Io<T>::to(xs[j0]);
     float s1 = 0.0f, s2 = 0.0f;
-    for (int64_t j = j0 + threadIdx.x * VW; j < j1; j += static_cast<int64_t>(BLOCK) * VW) {
-      float v[VW];
-      if (VEC) load_n<T, VW>(xs + j, v);
-      else v[0] = Io<T>::to(xs[j]);
+    for (int64_t j = j0 + threadIdx.x * VW; j < j1; j += STEP * UNROLL) {
+      float v[UNROLL][VW];
+      load_batch<T, VW, VEC, UNROLL>(xs, j, j1, STEP, v);
 #pragma unroll
-      for (int e = 0; e < VW; ++e) {
-        const float d = v[e] - K;
-        s1 += d;
-        s2 += d * d;
+      for (int u = 0; u < UNROLL; ++u) {
+        if (j + u * STEP >= j1) break;
+#pragma unroll
+        for (int e = 0; e < VW; ++e) {
+          const float d = v[u][e] - K;
+          s1 += d;
+          s2 += d * d;
+        }
       }
     }
+    // This block's reads are done: the apply grid may launch once every block got here.
+    if (PDL) asm volatile("griddepcontrol.launch_dependents;");
     s1 = block_sum(s1, scratch);
     s2 = block_sum(s2, scratch);
     if (threadIdx.x == 0) {
@@ -117,13 +136,20 @@ template <class T, class TW, class TS, int VW, bool VEC>
 __global__ void __launch_bounds__(BLOCK) gn_apply(const T* __restrict__ x, const TW* __restrict__ w,
                                                   const TW* __restrict__ b, T* __restrict__ y,
                                                   TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
-                                                  const float* __restrict__ ws, int64_t ng0, int64_t groups,
-                                                  int64_t split, int64_t C, int64_t HW, int64_t G, float eps) {
+                                                  const float* __restrict__ ws, int64_t groups, int64_t split,
+                                                  int64_t C, int64_t HW, int64_t G, float eps, DivU32 hw) {
   __shared__ float stats[2];
-  const int64_t D = C / G, n_el = D * HW;
-  for (int64_t id = blockIdx.x; id < groups * split; id += gridDim.x) {
-    const int64_t ng = ng0 + id / split, k = id % split;
+  const int64_t D = C / G, n_el = D * HW, total = groups * split;
+  constexpr int64_t STEP = static_cast<int64_t>(BLOCK) * VW;
+  for (int64_t it = blockIdx.x; it < total; it += gridDim.x) {
+    const int64_t id = REVERSE ? total - 1 - it : it;
+    const int64_t ng = id / split, k = id % split;
     const int64_t n = ng / G, g = ng % G;
+    const int64_t off = (n * C + g * D) * HW;
+    const int64_t j0 = k * CHUNK, j1 = j0 + CHUNK < n_el ? j0 + CHUNK : n_el;
+    float v[UNROLL][VW];
+    load_batch<T, VW, VEC, UNROLL>(x + off, j0 + threadIdx.x * VW, j1, STEP, v);
+    if (PDL) asm volatile("griddepcontrol.wait;" ::: "memory");  // the statistics kernel's writes are visible
     // Merge the group's partials: lane l takes partials l, l+32, ... in order,
     // then a fixed shuffle tree: the same bits in every block of the group.
     if (threadIdx.x < 32) {
@@ -153,9 +179,7 @@ __global__ void __launch_bounds__(BLOCK) gn_apply(const T* __restrict__ x, const
     }
     __syncthreads();
     const float mean = stats[0], rstd = stats[1];
-    const int64_t off = (n * C + g * D) * HW;
-    const int64_t j0 = k * CHUNK, j1 = j0 + CHUNK < n_el ? j0 + CHUNK : n_el;
-    apply_range<T, TW, VW, VEC>(x + off, y + off, w, b, g * D, HW, j0, j1, mean, rstd, BLOCK);
+    apply_range<T, TW, VW, VEC, UNROLL, REVERSE>(x + off, y + off, w, b, g * D, hw, j0, j1, mean, rstd, BLOCK, v);
     __syncthreads();  // stats is rewritten for the next id
   }
 }
@@ -171,30 +195,31 @@ inline int64_t workspace_needed(const GnArgs& a) {
 template <class T, class TW, class TS>
 int launch(const GnArgs& a, cudaStream_t stream) {
   constexpr int VW = 16 / sizeof(T);
-  const int64_t groups = a.N * a.G, split = split_of(a);
-  const int64_t slice_bytes = a.C / a.G * a.HW * static_cast<int64_t>(sizeof(T));
-  int64_t wave = WAVE_BYTES > 0 ? WAVE_BYTES / slice_bytes : groups;
-  wave = wave < 1 ? 1 : (wave > groups ? groups : wave);
+  const int64_t groups = a.N * a.G, split = split_of(a), blocks = groups * split;
   const bool vec = aligned16(a.x) && aligned16(a.y) && a.HW % VW == 0;
   float* ws = static_cast<float*>(a.workspace);
   const T* x = static_cast<const T*>(a.x);
-  for (int64_t ng0 = 0; ng0 < groups; ng0 += wave) {
-    const int64_t count = groups - ng0 < wave ? groups - ng0 : wave;
-    const int64_t blocks = count * split;
-    const unsigned grid = static_cast<unsigned>(blocks < 0x7fffffffLL ? blocks : 0x7fffffffLL);
-    if (vec) gn_partial_stats<T, VW, true><<<grid, BLOCK, 0, stream>>>(x, ws, ng0, count, split, a.C, a.HW, a.G);
-    else gn_partial_stats<T, 1, false><<<grid, BLOCK, 0, stream>>>(x, ws, ng0, count, split, a.C, a.HW, a.G);
-    if (launch_status()) return 1;
-    auto run = [&](auto kernel) {
-      kernel<<<grid, BLOCK, 0, stream>>>(x, static_cast<const TW*>(a.w), static_cast<const TW*>(a.b),
-                                         static_cast<T*>(a.y), static_cast<TS*>(a.mean), static_cast<TS*>(a.rstd),
-                                         ws, ng0, count, split, a.C, a.HW, a.G, a.eps);
-    };
-    if (vec) run(gn_apply<T, TW, TS, VW, true>);
-    else run(gn_apply<T, TW, TS, 1, false>);
-    if (launch_status()) return 1;
-  }
-  return 0;
+  const unsigned grid = static_cast<unsigned>(blocks < 0x7fffffffLL ? blocks : 0x7fffffffLL);
+  if (vec) gn_partial_stats<T, VW, true><<<grid, BLOCK, 0, stream>>>(x, ws, groups, split, a.C, a.HW, a.G);
+  else gn_partial_stats<T, 1, false><<<grid, BLOCK, 0, stream>>>(x, ws, groups, split, a.C, a.HW, a.G);
+  if (launch_status()) return 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(BLOCK);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = PDL ? 1 : 0;
+  const DivU32 hw = DivU32::of(static_cast<uint32_t>(a.HW));
+  auto run = [&](auto kernel) {
+    return cudaLaunchKernelEx(&cfg, kernel, x, static_cast<const TW*>(a.w), static_cast<const TW*>(a.b),
+                              static_cast<T*>(a.y), static_cast<TS*>(a.mean), static_cast<TS*>(a.rstd),
+                              static_cast<const float*>(ws), groups, split, a.C, a.HW, a.G, a.eps, hw);
+  };
+  const cudaError_t e = vec ? run(gn_apply<T, TW, TS, VW, true>) : run(gn_apply<T, TW, TS, 1, false>);
+  return e == cudaSuccess && !launch_status() ? 0 : 1;
 }
 
 #include "../_common/group_norm_cuda_parse.cuh"  // dtype dispatch and argument checks: inlined when forge loads the template
