@@ -1,7 +1,8 @@
 /* batch_norm in inference, CUDA strategy "flat_affine": the tensor as a flat
- * array of 16-byte vectors, each vector's channel looked up (one vector lies
- * in one channel when the channel's run - HxW for NCHW, 1 for channels-last -
- * is a multiple of the vector width; otherwise per element).
+ * array of 16-byte vectors (whenever the pointers and numel allow), each
+ * vector's channel looked up: once when its first and last elements share a
+ * channel (always when HxW is a multiple of the vector width; 42 of 49
+ * vectors at 7x7 in bf16), per element otherwise (and for channels-last).
  *
  * Math (eval mode), per channel c, fp32: invstd = rsqrt(running_var[c] + eps);
  * y = fma((x - running_mean[c]) * invstd, w[c], b[c]) - the stock CUDA
@@ -87,10 +88,10 @@ __global__ void __launch_bounds__(BLOCK) bn_flat(const T* __restrict__ x, const 
     for (int u = 0; u < UNROLL; ++u) {
       const int64_t iv = base + static_cast<int64_t>(u) * BLOCK;
       if (iv >= nvec) continue;
-      if (VEC && !cl) {
-        // The whole vector lies in one channel (HW % VW == 0).
-        float mean, invstd, wc, bc;
-        channel_params(rm, rv, w, b, channel_of<SMALL>(iv * VW, ch, false), eps, mean, invstd, wc, bc);
+      const int64_t c0 = VEC && !cl ? channel_of<SMALL>(iv * VW, ch, false) : -1;
+      if (VEC && !cl && (VW == 1 || c0 == channel_of<SMALL>(iv * VW + VW - 1, ch, false))) {
+        float mean, invstd, wc, bc;  // the whole vector lies in channel c0
+        channel_params(rm, rv, w, b, c0, eps, mean, invstd, wc, bc);
 #pragma unroll
         for (int e = 0; e < VW; ++e) v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
       } else {
@@ -110,11 +111,9 @@ __global__ void __launch_bounds__(BLOCK) bn_flat(const T* __restrict__ x, const 
 template <class T, class TP, class TS>
 int launch(const BnArgs& a, cudaStream_t stream) {
   constexpr int VW = 16 / sizeof(T);
-  // Vectors need aligned pointers and a whole number of vectors per channel
-  // run (NCHW: HW % VW; channels-last: C % VW, and each vector then spans VW
-  // consecutive channels - handled per element).
-  const bool vec = aligned16(a.x) && aligned16(a.y) && a.numel % VW == 0 &&
-                   (a.channels_last ? a.C % VW == 0 : a.HW % VW == 0);
+  // Vectors need aligned pointers and a whole number of them; a vector that
+  // spans channels is handled per element.
+  const bool vec = aligned16(a.x) && aligned16(a.y) && a.numel % VW == 0;
   const int64_t nvec = vec ? a.numel / VW : a.numel;
   int64_t blocks = (nvec + static_cast<int64_t>(BLOCK) * UNROLL - 1) / (static_cast<int64_t>(BLOCK) * UNROLL);
   const int64_t min_blocks = (a.C + BLOCK - 1) / BLOCK;  // write_saved covers C with the grid
