@@ -37,7 +37,13 @@
  * PDL = 1: the apply kernel is a programmatic dependent launch: its blocks
  * start (and load their first batch) while the statistics kernel drains, and
  * wait for its results with griddepcontrol.wait (no-op without the attribute).
+ * FUSE = 1: one cooperative kernel instead of two: a resident grid computes
+ * every partial, meets at one grid barrier, then applies - one launch and one
+ * ramp less, which is most of the cost when x fits in L2 (VAE's 16-32 MB
+ * group_norms). PDL is then moot. If the driver refuses the cooperative
+ * launch, the call returns 1 (stock fallback).
  */
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -61,6 +67,9 @@
 #ifndef FORGE_P_PDL
 #define FORGE_P_PDL 0 /* 1: apply kernel as a programmatic dependent launch */
 #endif
+#ifndef FORGE_P_FUSE
+#define FORGE_P_FUSE 0 /* 1: both passes in one cooperative kernel, one grid barrier between */
+#endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
 
@@ -71,7 +80,9 @@ constexpr int64_t CHUNK = FORGE_P_CHUNK;
 constexpr int UNROLL = FORGE_P_UNROLL;
 constexpr bool REVERSE = FORGE_P_REVERSE != 0;
 constexpr bool PDL = FORGE_P_PDL != 0;
-static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
+constexpr bool FUSE = FORGE_P_FUSE != 0;
+static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024,
+              "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
 static_assert(CHUNK % 8 == 0 && CHUNK >= 256, "FORGE_P_CHUNK: a multiple of 8, >= 256");
 static_assert(UNROLL >= 1 && UNROLL <= 8, "FORGE_P_UNROLL: 1..8");
 
@@ -90,98 +101,137 @@ __device__ __forceinline__ Moments merge(Moments a, Moments b) {
   return Moments{n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
 }
 
+// Partial moments of chunk id (= (n*G + g) * split + k) into its workspace slot.
 template <class T, int VW, bool VEC>
-__global__ void __launch_bounds__(BLOCK) gn_partial_stats(const T* __restrict__ x, float* __restrict__ ws,
-                                                          int64_t groups, int64_t split, int64_t C, int64_t HW,
-                                                          int64_t G) {
-  __shared__ float scratch[32];
+__device__ __forceinline__ void stats_chunk(const T* __restrict__ x, float* __restrict__ ws,
+                                            int64_t id, int64_t split, int64_t C, int64_t HW,
+                                            int64_t G, float* scratch) {
   const int64_t D = C / G, n_el = D * HW;
   constexpr int64_t STEP = static_cast<int64_t>(BLOCK) * VW;
-  for (int64_t id = blockIdx.x; id < groups * split; id += gridDim.x) {
-    const int64_t ng = id / split, k = id % split;
-    const int64_t n = ng / G, g = ng % G;
-    const int64_t j0 = k * CHUNK, j1 = j0 + CHUNK < n_el ? j0 + CHUNK : n_el;
-    const T* xs = x + (n * C + g * D) * HW;
-    const float K = Io<T>::to(xs[j0]);
-    float s1 = 0.0f, s2 = 0.0f;
-    for (int64_t j = j0 + threadIdx.x * VW; j < j1; j += STEP * UNROLL) {
-      float v[UNROLL][VW];
-      load_batch<T, VW, VEC, UNROLL>(xs, j, j1, STEP, v);
+  const int64_t ng = id / split, k = id % split;
+  const int64_t n = ng / G, g = ng % G;
+  const int64_t j0 = k * CHUNK, j1 = j0 + CHUNK < n_el ? j0 + CHUNK : n_el;
+  const T* xs = x + (n * C + g * D) * HW;
+  const float K = Io<T>::to(xs[j0]);
+  float s1 = 0.0f, s2 = 0.0f;
+  for (int64_t j = j0 + threadIdx.x * VW; j < j1; j += STEP * UNROLL) {
+    float v[UNROLL][VW];
+    load_batch<T, VW, VEC, UNROLL>(xs, j, j1, STEP, v);
 #pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        if (j + u * STEP >= j1) break;
+    for (int u = 0; u < UNROLL; ++u) {
+      if (j + u * STEP >= j1) break;
 #pragma unroll
-        for (int e = 0; e < VW; ++e) {
-          const float d = v[u][e] - K;
-          s1 += d;
-          s2 += d * d;
-        }
+      for (int e = 0; e < VW; ++e) {
+        const float d = v[u][e] - K;
+        s1 += d;
+        s2 += d * d;
       }
     }
-    // This block's reads are done: the apply grid may launch once every block got here.
-    if (PDL) asm volatile("griddepcontrol.launch_dependents;");
-    s1 = block_sum(s1, scratch);
-    s2 = block_sum(s2, scratch);
-    if (threadIdx.x == 0) {
-      const float cnt = static_cast<float>(j1 - j0);
-      float* slot = ws + (ng * split + k) * 3;
-      slot[0] = cnt;
-      slot[1] = K + s1 / cnt;
-      slot[2] = s2 - s1 * s1 / cnt;
-    }
+  }
+  // This block's reads are done: the apply grid may launch once every block got here.
+  if (PDL) asm volatile("griddepcontrol.launch_dependents;");
+  s1 = block_sum(s1, scratch);
+  s2 = block_sum(s2, scratch);
+  if (threadIdx.x == 0) {
+    const float cnt = static_cast<float>(j1 - j0);
+    float* slot = ws + (ng * split + k) * 3;
+    slot[0] = cnt;
+    slot[1] = K + s1 / cnt;
+    slot[2] = s2 - s1 * s1 / cnt;
   }
 }
 
-template <class T, class TW, class TS, int VW, bool VEC>
-__global__ void __launch_bounds__(BLOCK) gn_apply(const T* __restrict__ x, const TW* __restrict__ w,
-                                                  const TW* __restrict__ b, T* __restrict__ y,
-                                                  TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
-                                                  const float* __restrict__ ws, int64_t groups, int64_t split,
-                                                  int64_t C, int64_t HW, int64_t G, float eps, DivU32 hw) {
-  __shared__ float stats[2];
-  const int64_t D = C / G, n_el = D * HW, total = groups * split;
+// Merges chunk id's group partials and normalizes the chunk. WAIT: a PDL
+// launch; the workspace is read only after griddepcontrol.wait.
+template <class T, class TW, class TS, int VW, bool VEC, bool WAIT>
+__device__ __forceinline__ void apply_chunk(const T* __restrict__ x, const TW* __restrict__ w,
+                                            const TW* __restrict__ b, T* __restrict__ y,
+                                            TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
+                                            const float* __restrict__ ws, int64_t id, int64_t split,
+                                            int64_t C, int64_t HW, int64_t G, float eps, DivU32 hw,
+                                            float* stats) {
+  const int64_t D = C / G, n_el = D * HW;
   constexpr int64_t STEP = static_cast<int64_t>(BLOCK) * VW;
-  for (int64_t it = blockIdx.x; it < total; it += gridDim.x) {
-    const int64_t id = REVERSE ? total - 1 - it : it;
-    const int64_t ng = id / split, k = id % split;
-    const int64_t n = ng / G, g = ng % G;
-    const int64_t off = (n * C + g * D) * HW;
-    const int64_t j0 = k * CHUNK, j1 = j0 + CHUNK < n_el ? j0 + CHUNK : n_el;
-    float v[UNROLL][VW];
-    load_batch<T, VW, VEC, UNROLL>(x + off, j0 + threadIdx.x * VW, j1, STEP, v);
-    if (PDL) asm volatile("griddepcontrol.wait;" ::: "memory");  // the statistics kernel's writes are visible
-    // Merge the group's partials: lane l takes partials l, l+32, ... in order,
-    // then a fixed shuffle tree: the same bits in every block of the group.
-    if (threadIdx.x < 32) {
-      Moments m{0.0f, 0.0f, 0.0f};
-      for (int64_t p = threadIdx.x; p < split; p += 32) {
-        const float* slot = ws + (ng * split + p) * 3;
-        m = merge(m, Moments{slot[0], slot[1], slot[2]});
-      }
+  const int64_t ng = id / split, k = id % split;
+  const int64_t n = ng / G, g = ng % G;
+  const int64_t off = (n * C + g * D) * HW;
+  const int64_t j0 = k * CHUNK, j1 = j0 + CHUNK < n_el ? j0 + CHUNK : n_el;
+  float v[UNROLL][VW];
+  load_batch<T, VW, VEC, UNROLL>(x + off, j0 + threadIdx.x * VW, j1, STEP, v);
+  if (WAIT)
+    asm volatile("griddepcontrol.wait;" ::
+                     : "memory");  // the statistics kernel's writes are visible
+  // Merge the group's partials: lane l takes partials l, l+32, ... in order,
+  // then a fixed shuffle tree: the same bits in every block of the group.
+  if (threadIdx.x < 32) {
+    Moments m{0.0f, 0.0f, 0.0f};
+    for (int64_t p = threadIdx.x; p < split; p += 32) {
+      const float* slot = ws + (ng * split + p) * 3;
+      m = merge(m, Moments{slot[0], slot[1], slot[2]});
+    }
 #pragma unroll
-      for (int o = 1; o < 32; o *= 2) {
-        Moments other{__shfl_down_sync(0xffffffffu, m.n, o), __shfl_down_sync(0xffffffffu, m.mean, o),
-                      __shfl_down_sync(0xffffffffu, m.m2, o)};
-        if ((threadIdx.x & (2 * o - 1)) == 0) m = merge(m, other);
-      }
-      if (threadIdx.x == 0) {
-        const float var = m.m2 / static_cast<float>(n_el);
-        // mean/rstd as stored in the outputs' dtype, as the stock CUDA kernel
-        // normalizes with (it keeps them in the input's dtype): with 16-bit
-        // stats, exact ones differ from stock by several output ulps.
-        stats[0] = Io<TS>::to(Io<TS>::from(m.mean));
-        stats[1] = Io<TS>::to(Io<TS>::from(rsqrtf(var + eps)));
-        if (k == 0) {
-          mean_out[ng] = Io<TS>::from(stats[0]);
-          rstd_out[ng] = Io<TS>::from(stats[1]);
-        }
+    for (int o = 1; o < 32; o *= 2) {
+      Moments other{__shfl_down_sync(0xffffffffu, m.n, o), __shfl_down_sync(0xffffffffu, m.mean, o),
+                    __shfl_down_sync(0xffffffffu, m.m2, o)};
+      if ((threadIdx.x & (2 * o - 1)) == 0) m = merge(m, other);
+    }
+    if (threadIdx.x == 0) {
+      const float var = m.m2 / static_cast<float>(n_el);
+      // mean/rstd as stored in the outputs' dtype, as the stock CUDA kernel
+      // normalizes with (it keeps them in the input's dtype): with 16-bit
+      // stats, exact ones differ from stock by several output ulps.
+      stats[0] = Io<TS>::to(Io<TS>::from(m.mean));
+      stats[1] = Io<TS>::to(Io<TS>::from(rsqrtf(var + eps)));
+      if (k == 0) {
+        mean_out[ng] = Io<TS>::from(stats[0]);
+        rstd_out[ng] = Io<TS>::from(stats[1]);
       }
     }
-    __syncthreads();
-    const float mean = stats[0], rstd = stats[1];
-    apply_range<T, TW, VW, VEC, UNROLL, REVERSE>(x + off, y + off, w, b, g * D, hw, j0, j1, mean, rstd, BLOCK, v);
-    __syncthreads();  // stats is rewritten for the next id
   }
+  __syncthreads();
+  const float mean = stats[0], rstd = stats[1];
+  apply_range<T, TW, VW, VEC, UNROLL, REVERSE>(x + off, y + off, w, b, g * D, hw, j0, j1, mean,
+                                               rstd, BLOCK, v);
+  __syncthreads();  // stats is rewritten for the next id
+}
+
+template <class T, int VW, bool VEC>
+__global__ void __launch_bounds__(BLOCK)
+    gn_partial_stats(const T* __restrict__ x, float* __restrict__ ws, int64_t total, int64_t split,
+                     int64_t C, int64_t HW, int64_t G) {
+  __shared__ float scratch[32];
+  for (int64_t id = blockIdx.x; id < total; id += gridDim.x)
+    stats_chunk<T, VW, VEC>(x, ws, id, split, C, HW, G, scratch);
+}
+
+template <class T, class TW, class TS, int VW, bool VEC>
+__global__ void __launch_bounds__(BLOCK)
+    gn_apply(const T* __restrict__ x, const TW* __restrict__ w, const TW* __restrict__ b,
+             T* __restrict__ y, TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
+             const float* __restrict__ ws, int64_t total, int64_t split, int64_t C, int64_t HW,
+             int64_t G, float eps, DivU32 hw) {
+  __shared__ float stats[2];
+  for (int64_t it = blockIdx.x; it < total; it += gridDim.x)
+    apply_chunk<T, TW, TS, VW, VEC, PDL>(x, w, b, y, mean_out, rstd_out, ws,
+                                         REVERSE ? total - 1 - it : it, split, C, HW, G, eps, hw,
+                                         stats);
+}
+
+// FUSE: both passes over a resident grid (a cooperative launch), one barrier between.
+template <class T, class TW, class TS, int VW, bool VEC>
+__global__ void __launch_bounds__(BLOCK)
+    gn_fused(const T* __restrict__ x, const TW* __restrict__ w, const TW* __restrict__ b,
+             T* __restrict__ y, TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
+             float* __restrict__ ws, int64_t total, int64_t split, int64_t C, int64_t HW, int64_t G,
+             float eps, DivU32 hw) {
+  __shared__ float scratch[32];
+  for (int64_t id = blockIdx.x; id < total; id += gridDim.x)
+    stats_chunk<T, VW, VEC>(x, ws, id, split, C, HW, G, scratch);
+  cooperative_groups::this_grid().sync();
+  for (int64_t it = blockIdx.x; it < total; it += gridDim.x)
+    apply_chunk<T, TW, TS, VW, VEC, false>(x, w, b, y, mean_out, rstd_out, ws,
+                                           REVERSE ? total - 1 - it : it, split, C, HW, G, eps, hw,
+                                           scratch);
 }
 
 inline int64_t split_of(const GnArgs& a) {
@@ -192,35 +242,70 @@ inline int64_t workspace_needed(const GnArgs& a) {
   return a.N * a.G * split_of(a) * 3 * static_cast<int64_t>(sizeof(float));
 }
 
+// A resident grid for gn_fused: blocks per SM at BLOCK threads times the SMs
+// (what a cooperative launch allows), no more than there are chunks.
+template <class K>
+unsigned resident_grid(K kernel, int64_t total) {
+  int dev = 0, sms = 0, per_sm = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, 0) != cudaSuccess)
+    return 0;
+  const int64_t resident = static_cast<int64_t>(sms) * per_sm;
+  return static_cast<unsigned>(total < resident ? total : resident);
+}
+
 template <class T, class TW, class TS>
 int launch(const GnArgs& a, cudaStream_t stream) {
   constexpr int VW = 16 / sizeof(T);
-  const int64_t groups = a.N * a.G, split = split_of(a), blocks = groups * split;
+  const int64_t split = split_of(a), total = a.N * a.G * split;
   const bool vec = aligned16(a.x) && aligned16(a.y) && a.HW % VW == 0;
   float* ws = static_cast<float*>(a.workspace);
   const T* x = static_cast<const T*>(a.x);
-  const unsigned grid = static_cast<unsigned>(blocks < 0x7fffffffLL ? blocks : 0x7fffffffLL);
-  if (vec) gn_partial_stats<T, VW, true><<<grid, BLOCK, 0, stream>>>(x, ws, groups, split, a.C, a.HW, a.G);
-  else gn_partial_stats<T, 1, false><<<grid, BLOCK, 0, stream>>>(x, ws, groups, split, a.C, a.HW, a.G);
-  if (launch_status()) return 1;
+  const DivU32 hw = DivU32::of(static_cast<uint32_t>(a.HW));
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid);
+  cfg.gridDim = dim3(static_cast<unsigned>(total < 0x7fffffffLL ? total : 0x7fffffffLL));
   cfg.blockDim = dim3(BLOCK);
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = PDL ? 1 : 0;
-  const DivU32 hw = DivU32::of(static_cast<uint32_t>(a.HW));
+  // The apply pass (and FUSE's one kernel) with these arguments.
   auto run = [&](auto kernel) {
-    return cudaLaunchKernelEx(&cfg, kernel, x, static_cast<const TW*>(a.w), static_cast<const TW*>(a.b),
-                              static_cast<T*>(a.y), static_cast<TS*>(a.mean), static_cast<TS*>(a.rstd),
-                              static_cast<const float*>(ws), groups, split, a.C, a.HW, a.G, a.eps, hw);
+    return cudaLaunchKernelEx(&cfg, kernel, x, static_cast<const TW*>(a.w),
+                              static_cast<const TW*>(a.b), static_cast<T*>(a.y),
+                              static_cast<TS*>(a.mean), static_cast<TS*>(a.rstd), ws, total, split,
+                              a.C, a.HW, a.G, a.eps, hw);
   };
-  const cudaError_t e = vec ? run(gn_apply<T, TW, TS, VW, true>) : run(gn_apply<T, TW, TS, 1, false>);
-  return e == cudaSuccess && !launch_status() ? 0 : 1;
+  if constexpr (FUSE) {
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+    cfg.numAttrs = 1;
+    auto fused = [&](auto kernel) {
+      const unsigned grid = resident_grid(kernel, total);
+      if (grid == 0) return cudaErrorCooperativeLaunchTooLarge;
+      cfg.gridDim = dim3(grid);
+      return run(kernel);
+    };
+    const cudaError_t e =
+        vec ? fused(gn_fused<T, TW, TS, VW, true>) : fused(gn_fused<T, TW, TS, 1, false>);
+    return e == cudaSuccess && !launch_status() ? 0 : 1;
+  } else {
+    if (vec)
+      gn_partial_stats<T, VW, true>
+          <<<cfg.gridDim, BLOCK, 0, stream>>>(x, ws, total, split, a.C, a.HW, a.G);
+    else
+      gn_partial_stats<T, 1, false>
+          <<<cfg.gridDim, BLOCK, 0, stream>>>(x, ws, total, split, a.C, a.HW, a.G);
+    if (launch_status()) return 1;
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.numAttrs = PDL ? 1 : 0;
+    const cudaError_t e =
+        vec ? run(gn_apply<T, TW, TS, VW, true>) : run(gn_apply<T, TW, TS, 1, false>);
+    return e == cudaSuccess && !launch_status() ? 0 : 1;
+  }
 }
 
 #include "../_common/group_norm_cuda_parse.cuh"  // dtype dispatch and argument checks: inlined when forge loads the template
+
 #include "../_common/group_norm_cuda_entry.cuh"  // the entry points: inlined when forge loads the template
