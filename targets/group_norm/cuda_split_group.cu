@@ -27,9 +27,10 @@
  * normalize pass is fused with the merge. 16-byte vectors when HxW and the
  * pointers allow.
  *
- * UNROLL: 16-byte vectors each thread has in flight, in both passes. The
- * apply pass issues its first batch before it merges the partials (the loads
- * do not depend on them), so the merge's latency hides under them.
+ * The apply pass issues its first loads before it merges the partials (they
+ * do not depend on them), so the merge's latency hides under them. UNROLL
+ * (vectors in flight per thread, both passes) is not in strategies.yaml: on
+ * the H200, 2 and 4 were slower than 1 at every VAE signature (PERF.md run H).
  * REVERSE = 1: the apply pass takes the chunks last first. The statistics
  * pass just read the last chunks, so up to the L2's size of them (50 MB on an
  * H200) is read from L2 instead of HBM; y is stored with an evict-first hint
@@ -37,13 +38,7 @@
  * PDL = 1: the apply kernel is a programmatic dependent launch: its blocks
  * start (and load their first batch) while the statistics kernel drains, and
  * wait for its results with griddepcontrol.wait (no-op without the attribute).
- * FUSE = 1: one cooperative kernel instead of two: a resident grid computes
- * every partial, meets at one grid barrier, then applies - one launch and one
- * ramp less, which is most of the cost when x fits in L2 (VAE's 16-32 MB
- * group_norms). PDL is then moot. If the driver refuses the cooperative
- * launch, the call returns 1 (stock fallback).
  */
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -67,9 +62,6 @@
 #ifndef FORGE_P_PDL
 #define FORGE_P_PDL 0 /* 1: apply kernel as a programmatic dependent launch */
 #endif
-#ifndef FORGE_P_FUSE
-#define FORGE_P_FUSE 0 /* 1: both passes in one cooperative kernel, one grid barrier between */
-#endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
 
@@ -80,7 +72,6 @@ constexpr int64_t CHUNK = FORGE_P_CHUNK;
 constexpr int UNROLL = FORGE_P_UNROLL;
 constexpr bool REVERSE = FORGE_P_REVERSE != 0;
 constexpr bool PDL = FORGE_P_PDL != 0;
-constexpr bool FUSE = FORGE_P_FUSE != 0;
 static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024,
               "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
 static_assert(CHUNK % 8 == 0 && CHUNK >= 256, "FORGE_P_CHUNK: a multiple of 8, >= 256");
@@ -217,42 +208,12 @@ __global__ void __launch_bounds__(BLOCK)
                                          stats);
 }
 
-// FUSE: both passes over a resident grid (a cooperative launch), one barrier between.
-template <class T, class TW, class TS, int VW, bool VEC>
-__global__ void __launch_bounds__(BLOCK)
-    gn_fused(const T* __restrict__ x, const TW* __restrict__ w, const TW* __restrict__ b,
-             T* __restrict__ y, TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
-             float* __restrict__ ws, int64_t total, int64_t split, int64_t C, int64_t HW, int64_t G,
-             float eps, DivU32 hw) {
-  __shared__ float scratch[32];
-  for (int64_t id = blockIdx.x; id < total; id += gridDim.x)
-    stats_chunk<T, VW, VEC>(x, ws, id, split, C, HW, G, scratch);
-  cooperative_groups::this_grid().sync();
-  for (int64_t it = blockIdx.x; it < total; it += gridDim.x)
-    apply_chunk<T, TW, TS, VW, VEC, false>(x, w, b, y, mean_out, rstd_out, ws,
-                                           REVERSE ? total - 1 - it : it, split, C, HW, G, eps, hw,
-                                           scratch);
-}
-
 inline int64_t split_of(const GnArgs& a) {
   const int64_t n_el = a.C / a.G * a.HW;
   return (n_el + CHUNK - 1) / CHUNK;
 }
 inline int64_t workspace_needed(const GnArgs& a) {
   return a.N * a.G * split_of(a) * 3 * static_cast<int64_t>(sizeof(float));
-}
-
-// A resident grid for gn_fused: blocks per SM at BLOCK threads times the SMs
-// (what a cooperative launch allows), no more than there are chunks.
-template <class K>
-unsigned resident_grid(K kernel, int64_t total) {
-  int dev = 0, sms = 0, per_sm = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, 0) != cudaSuccess)
-    return 0;
-  const int64_t resident = static_cast<int64_t>(sms) * per_sm;
-  return static_cast<unsigned>(total < resident ? total : resident);
 }
 
 template <class T, class TW, class TS>
@@ -269,41 +230,25 @@ int launch(const GnArgs& a, cudaStream_t stream) {
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
   cfg.attrs = attr;
-  // The apply pass (and FUSE's one kernel) with these arguments.
+  if (vec)
+    gn_partial_stats<T, VW, true>
+        <<<cfg.gridDim, BLOCK, 0, stream>>>(x, ws, total, split, a.C, a.HW, a.G);
+  else
+    gn_partial_stats<T, 1, false>
+        <<<cfg.gridDim, BLOCK, 0, stream>>>(x, ws, total, split, a.C, a.HW, a.G);
+  if (launch_status()) return 1;
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.numAttrs = PDL ? 1 : 0;
   auto run = [&](auto kernel) {
     return cudaLaunchKernelEx(&cfg, kernel, x, static_cast<const TW*>(a.w),
                               static_cast<const TW*>(a.b), static_cast<T*>(a.y),
                               static_cast<TS*>(a.mean), static_cast<TS*>(a.rstd), ws, total, split,
                               a.C, a.HW, a.G, a.eps, hw);
   };
-  if constexpr (FUSE) {
-    attr[0].id = cudaLaunchAttributeCooperative;
-    attr[0].val.cooperative = 1;
-    cfg.numAttrs = 1;
-    auto fused = [&](auto kernel) {
-      const unsigned grid = resident_grid(kernel, total);
-      if (grid == 0) return cudaErrorCooperativeLaunchTooLarge;
-      cfg.gridDim = dim3(grid);
-      return run(kernel);
-    };
-    const cudaError_t e =
-        vec ? fused(gn_fused<T, TW, TS, VW, true>) : fused(gn_fused<T, TW, TS, 1, false>);
-    return e == cudaSuccess && !launch_status() ? 0 : 1;
-  } else {
-    if (vec)
-      gn_partial_stats<T, VW, true>
-          <<<cfg.gridDim, BLOCK, 0, stream>>>(x, ws, total, split, a.C, a.HW, a.G);
-    else
-      gn_partial_stats<T, 1, false>
-          <<<cfg.gridDim, BLOCK, 0, stream>>>(x, ws, total, split, a.C, a.HW, a.G);
-    if (launch_status()) return 1;
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.numAttrs = PDL ? 1 : 0;
-    const cudaError_t e =
-        vec ? run(gn_apply<T, TW, TS, VW, true>) : run(gn_apply<T, TW, TS, 1, false>);
-    return e == cudaSuccess && !launch_status() ? 0 : 1;
-  }
+  const cudaError_t e =
+      vec ? run(gn_apply<T, TW, TS, VW, true>) : run(gn_apply<T, TW, TS, 1, false>);
+  return e == cudaSuccess && !launch_status() ? 0 : 1;
 }
 
 #include "../_common/group_norm_cuda_parse.cuh"  // dtype dispatch and argument checks: inlined when forge loads the template
