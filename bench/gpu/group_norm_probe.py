@@ -1,0 +1,163 @@
+"""One group_norm template instance, standalone: compiled with forge's flags,
+called through the candidate ABI (runtime/abi/forge_kernel.h) with ctypes on
+torch tensors, checked against aten::native_group_norm, then timed (CUDA
+events, L2 flushed before each rep, median) beside the stock op. No forge, no
+capture, no helper processes: small enough to run under Nsight Compute, which
+wrapping `forge try` was not (PERF.md run G). Prints a table last.
+    python3 bench/gpu/group_norm_probe.py targets/group_norm/cuda_split_group.cu \
+        "BLOCK=128 CHUNK=8192 REVERSE=1 PDL=1" --shape 1,128,512,512 --dtype bfloat16
+    ncu --clock-control none -k regex:gn_ python3 bench/gpu/group_norm_probe.py ... --reps 3
+--device cpu runs a CPU template the same way (this machine's check of the ABI plumbing)."""
+import argparse
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "targets", "_bench"))
+from template_text import source_text  # noqa: E402
+
+MAX_DIMS, MAX_LIST = 8, 8
+DTYPES = {torch.float32: 0, torch.float16: 2, torch.bfloat16: 3}
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("sizes", ctypes.c_int64 * MAX_DIMS),
+                ("strides", ctypes.c_int64 * MAX_DIMS), ("ndim", ctypes.c_int32), ("dtype", ctypes.c_int32)]
+
+
+class Scalar(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int32), ("len", ctypes.c_int32), ("i", ctypes.c_int64), ("f", ctypes.c_double),
+                ("ints", ctypes.c_int64 * MAX_LIST)]
+
+
+class Call(ctypes.Structure):
+    _fields_ = [("inputs", ctypes.POINTER(Tensor)), ("n_inputs", ctypes.c_int32),
+                ("outputs", ctypes.POINTER(Tensor)), ("n_outputs", ctypes.c_int32),
+                ("scalars", ctypes.POINTER(Scalar)), ("n_scalars", ctypes.c_int32),
+                ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64), ("stream", ctypes.c_void_p)]
+
+
+def view(t):
+    v = Tensor(data=t.data_ptr(), ndim=t.dim(), dtype=DTYPES[t.dtype])
+    for d in range(t.dim()):
+        v.sizes[d], v.strides[d] = t.size(d), t.stride(d)
+    return v
+
+
+def scalar_int(i):
+    return Scalar(kind=1, i=i)
+
+
+def build(template, params, dtype, device, work):
+    """The instance as forge compiles it (rules/compile.cpp, compile_flags);
+    not again when `work` holds the same source already compiled."""
+    text = "#define FORGE_DTYPES %d\n" % (1 << DTYPES[dtype])
+    for p in params.split():
+        name, value = p.split("=")
+        text += "#define FORGE_P_%s %s\n" % (name, value)
+    text += source_text(template)
+    src = os.path.join(work, "candidate" + (".cu" if device == "cuda" else ".cpp"))
+    so = os.path.join(work, "candidate.so")
+    if os.path.exists(so) and os.path.exists(src) and open(src).read() == text:
+        return ctypes.CDLL(so)
+    with open(src, "w") as f:
+        f.write(text)
+    abi = "-I" + os.path.join(ROOT, "runtime", "abi")
+    if device == "cuda":
+        cmd = ["nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
+               "-gencode=arch=compute_90a,code=sm_90a", abi, src, "-o", so]
+    else:
+        cmd = ["c++", "-O3", "-std=c++17", "-fPIC", "-shared", "-march=native", abi, src, "-o", so]
+    subprocess.run(cmd, check=True)
+    return ctypes.CDLL(so)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("template")
+    ap.add_argument("params", help='e.g. "BLOCK=128 CHUNK=8192"')
+    ap.add_argument("--shape", default="1,128,512,512")
+    ap.add_argument("--groups", type=int, default=32)
+    ap.add_argument("--dtype", default="bfloat16", choices=["float32", "float16", "bfloat16"])
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--keep", help="a folder for the compiled instance, reused by later runs of the same one")
+    a = ap.parse_args()
+    dtype, dev = getattr(torch, a.dtype), a.device
+    shape = [int(s) for s in a.shape.split(",")]
+    N, C, G = shape[0], shape[1], a.groups
+    HW = 1
+    for s in shape[2:]:
+        HW *= s
+    torch.manual_seed(0)
+    x = (torch.randn(shape, device=dev) * 2 + 0.5).to(dtype)
+    w = torch.randn(C, device=dev).to(dtype)
+    b = torch.randn(C, device=dev).to(dtype)
+    y = torch.full_like(x, float("nan"))  # poisoned: a kernel that skips elements fails the check
+    mean = torch.full((N, G), float("nan"), device=dev, dtype=dtype)
+    rstd = torch.full((N, G), float("nan"), device=dev, dtype=dtype)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = a.keep or tmp
+        os.makedirs(work, exist_ok=True)
+        lib = build(a.template, a.params, dtype, dev, work)
+        ins = (Tensor * 3)(view(x), view(w), view(b))
+        outs = (Tensor * 3)(view(y), view(mean), view(rstd))
+        scal = (Scalar * 5)(scalar_int(N), scalar_int(C), scalar_int(HW), scalar_int(G), Scalar(kind=2, f=1e-5))
+        stream = torch.cuda.current_stream().cuda_stream if dev == "cuda" else None
+        call = Call(inputs=ins, n_inputs=3, outputs=outs, n_outputs=3, scalars=scal, n_scalars=5, stream=stream)
+        lib.forge_kernel.argtypes = [ctypes.POINTER(Call)]
+        wsb = 0
+        if hasattr(lib, "forge_workspace_bytes"):
+            lib.forge_workspace_bytes.argtypes = [ctypes.POINTER(Call)]
+            lib.forge_workspace_bytes.restype = ctypes.c_int64
+            wsb = lib.forge_workspace_bytes(ctypes.byref(call))
+        ws = torch.empty(max(wsb, 1), dtype=torch.uint8, device=dev)
+        call.workspace, call.workspace_bytes = ws.data_ptr(), wsb
+
+        def forged():
+            rc = lib.forge_kernel(ctypes.byref(call))
+            if rc:
+                sys.exit(f"forge_kernel returned {rc} (the instance refused the call)")
+
+        def stock():
+            return torch.ops.aten.native_group_norm(x, w, b, N, C, HW, G, 1e-5)
+
+        forged()
+        ref = stock()
+        err = max((y.float() - ref[0].float()).abs().max().item(), (mean.float() - ref[1].float()).abs().max().item(),
+                  (rstd.float() - ref[2].float()).abs().max().item())
+        print(f"max abs difference from aten::native_group_norm (y, mean, rstd): {err:.3g}")
+        if not err < 0.1:  # bf16 outputs of magnitude ~10 differ by a few ulps; NaN fails too
+            sys.exit("MISMATCH")
+        if dev != "cuda":
+            return
+        flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+
+        def median_us(fn):
+            times = []
+            for _ in range(a.reps):
+                flush.zero_()
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                fn()
+                e.record()
+                e.synchronize()
+                times.append(s.elapsed_time(e) * 1000)
+            return sorted(times)[len(times) // 2]
+
+        bytes_moved = 2 * x.numel() * x.element_size()
+        floor = bytes_moved / 4.28e12 * 1e6  # the copy ceiling measured on the H200 (KERNELS.md)
+        f_us, s_us = median_us(forged), median_us(stock)
+        print(f"{'kernel':24} {'median us':>10} {'floor %':>8}")
+        print(f"{'forged (' + os.path.basename(a.template) + ')':24} {f_us:10.1f} {100 * floor / f_us:8.1f}")
+        print(f"{'stock aten':24} {s_us:10.1f} {100 * floor / s_us:8.1f}")
+
+
+if __name__ == "__main__":
+    main()
