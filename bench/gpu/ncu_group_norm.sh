@@ -6,7 +6,8 @@
 # so the apply kernel sees what the statistics kernel left in L2).
 #   bash bench/gpu/ncu_group_norm.sh
 # Environment: GN_PROBE_CONFIGS ("BLOCK=.. CHUNK=.. ..." per line),
-# GN_PROBE_SHAPES (space-separated N,C,H,W), GN_PROBE_NCU (shapes to profile).
+# GN_PROBE_SHAPES (space-separated N,C,H,W), GN_PROBE_NCU (shapes to profile;
+# empty: none).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/forge-out}; mkdir -p "$OUT"
@@ -24,7 +25,7 @@ while read -r params; do
     echo "== $params  $s"
     timeout 120 python3 $probe $template "$params" --shape "$s" --keep $keep 2>&1 | tail -4
   done
-  for s in ${GN_PROBE_NCU:-1,128,512,512 1,512,128,128}; do
+  for s in ${GN_PROBE_NCU-1,128,512,512 1,512,128,128}; do
     log="$OUT/ncu-gn-$i-${s//,/x}.csv"
     # Launches 1-2 are the correctness call; 3-4 the first timed rep.
     timeout 150 ncu --clock-control none --cache-control none -k regex:gn_ --launch-skip 2 --launch-count 2 \
