@@ -13,65 +13,13 @@ __attribute__((noinline)) int batch_norm_run(const BnArgs& a) {
 
 #include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
 
-namespace {
-// [N, C, *] with C fastest: strides (C*HW, 1, then row-major over * times C).
-bool is_channels_last(const forge_tensor& t) {
-  if (t.ndim < 2) return false;
-  const int64_t C = t.sizes[1];
-  if (C != 1 && t.strides[1] != 1) return false;
-  int64_t expect = C;
-  for (int d = t.ndim - 1; d >= 2; --d) {
-    if (t.sizes[d] != 1 && t.strides[d] != expect) return false;
-    expect *= t.sizes[d];
-  }
-  return t.sizes[0] == 1 || t.strides[0] == expect;
-}
-}  // namespace
+#include "../_common/batch_norm_parse.h"  // the call's checks, shared with the CUDA templates
 
-// native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean,
-//                   Tensor? running_var, bool training, float momentum, float eps)
-//   -> (Tensor out, Tensor save_mean, Tensor save_invstd)      (training=False only)
 extern "C" int forge_kernel(const forge_call* call) {
-  if (!call || call->n_inputs != 5 || call->n_outputs != 3 || call->n_scalars < 3) return 1;
-  const forge_tensor& x = call->inputs[0];
-  const forge_tensor& w = call->inputs[1];
-  const forge_tensor& b = call->inputs[2];
-  const forge_tensor& rm = call->inputs[3];
-  const forge_tensor& rv = call->inputs[4];
-  const forge_tensor& y = call->outputs[0];
-  const forge_tensor& sm = call->outputs[1];
-  const forge_tensor& si = call->outputs[2];
-  if (call->scalars[0].kind != FORGE_ARG_BOOL || call->scalars[0].i != 0) return 1;  // eval mode only
-  if (call->scalars[2].kind != FORGE_ARG_FLOAT) return 1;
-  if (!x.data || x.ndim < 2 || !host_float(x.dtype)) return 1;
-  if (!y.data || y.ndim != x.ndim || y.dtype != x.dtype) return 1;
-  for (int d = 0; d < x.ndim; ++d)
-    if (y.sizes[d] != x.sizes[d] || (x.sizes[d] != 1 && y.strides[d] != x.strides[d])) return 1;
-  const int64_t N = x.sizes[0], C = x.sizes[1];
-  const int64_t NC = N * C;
-  const int64_t HW = NC ? host_numel(x) / NC : 0;
-  const bool nchw = host_contiguous(x), nhwc = is_channels_last(x);
-  if (!nchw && !(FORGE_NHWC && nhwc)) return 1;
-  // [N, C] (HW = 1) is both: rows of C channels, the NHWC loop's case.
-  const bool channels_last = FORGE_NHWC && nhwc && (!nchw || HW == 1);
-  // running stats required (eval); weight/bias optional; one float dtype, C elements, contiguous.
-  if (!rm.data || !rv.data) return 1;
-  const forge_tensor* params[4] = {&w, &b, &rm, &rv};
-  int32_t p_dtype = rm.dtype;
-  for (const forge_tensor* p : params) {
-    if (!p->data) continue;
-    if (p->dtype != p_dtype || !host_float(p->dtype) || host_numel(*p) != C || !host_contiguous(*p)) return 1;
-  }
-  // save_mean / save_invstd: both empty, or both C contiguous elements of one dtype.
-  const int64_t ns = host_numel(sm);
-  if (host_numel(si) != ns || (ns != 0 && ns != C)) return 1;
-  if (ns && (!sm.data || !si.data || sm.dtype != si.dtype || !host_float(sm.dtype) || !host_contiguous(sm) ||
-             !host_contiguous(si)))
-    return 1;
-  if (!cpu_ok()) return 1;
-  if (host_numel(x) == 0) return 0;
-  BnArgs a{x.data,  w.data,  b.data,   rm.data, rv.data, y.data, ns ? sm.data : nullptr, ns ? si.data : nullptr,
-           x.dtype, p_dtype, ns ? sm.dtype : FORGE_FLOAT32, N, C, HW, channels_last,
-           static_cast<float>(call->scalars[2].f)};
+  BnArgs a;
+  if (parse_batch_norm(call, FORGE_NHWC, a) || !cpu_ok()) return 1;
+  if (a.numel == 0) return 0;
+  // [N, C] (HW = 1) is both layouts: rows of C channels, the NHWC loop's case.
+  a.channels_last = FORGE_NHWC && (a.channels_last || a.HW == 1);
   return batch_norm_run(a);
 }

@@ -1,17 +1,4 @@
-struct BnArgs {
-  const void* x;
-  const void* w;   // NULL: weight None (1)
-  const void* b;   // NULL: bias None (0)
-  const void* rm;  // running_mean
-  const void* rv;  // running_var
-  void* y;
-  void* save_mean;    // NULL when the caller's save_mean has no elements (CPU eval)
-  void* save_invstd;  // likewise
-  int32_t x_dtype, p_dtype, s_dtype;
-  int64_t N, C, HW;
-  bool channels_last;
-  float eps;
-};
+#include "../_common/batch_norm_args.h"  // the call's fields, shared with the CUDA templates
 
 // alpha = invstd * w, beta = b - mean * alpha (one rounding), invstd =
 // 1 / sqrt(var + eps): the stock CPU kernel's per-channel terms, in fp32.

@@ -1,16 +1,4 @@
-struct BnArgs {
-  const void* x;
-  const void* w;
-  const void* b;
-  const void* rm;
-  const void* rv;
-  void* y;
-  void* save_mean;    // NULL: the caller's save_mean is empty
-  void* save_invstd;
-  int64_t N, C, HW, numel;
-  bool channels_last;  // NHWC memory: the channel is the fastest dim
-  float eps;
-};
+#include "../_common/batch_norm_args.h"  // the call's fields, shared with the CPU templates
 
 // The stock CUDA arithmetic: invstd = rsqrt(var + eps) (batch_norm_calc_invstd),
 // y = ((x - mean) * invstd) * w + b, contracted by nvcc to one fma.

@@ -43,7 +43,7 @@ namespace {
 constexpr int BLOCK = FORGE_P_BLOCK;
 static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
 
-#include "../_common/group_norm_cuda_args.cuh"  // the kernel's arguments: inlined when forge loads the template
+#include "../_common/group_norm_args.h"  // the call's fields: inlined when forge loads the template
 
 #include "../_common/group_norm_apply_range.cuh"  // the affine pass of a slice range: inlined when forge loads the template
 

@@ -64,7 +64,7 @@ static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a
 static_assert(SMEM_BYTES >= 1024 && SMEM_BYTES <= 227 * 1024, "FORGE_P_SMEM_KB: 1..227");
 static_assert(UNROLL >= 1 && UNROLL <= 16, "FORGE_P_UNROLL: 1..16");
 
-#include "../_common/group_norm_cuda_args.cuh"  // the kernel's arguments: inlined when forge loads the template
+#include "../_common/group_norm_args.h"  // the call's fields: inlined when forge loads the template
 
 // One cluster per slice (looped when there are more slices than clusters in
 // the grid). P: elements per CTA (a multiple of VW); cap: how many of them
@@ -194,6 +194,8 @@ int launch_one(const GnArgs& a, cudaStream_t stream) {
   return launch_status();
 }
 
+inline int64_t workspace_needed(const GnArgs&) { return 0; }
+
 template <class T, class TW, class TS>
 int launch(const GnArgs& a, cudaStream_t stream) {
   constexpr int VW = 16 / sizeof(T);
@@ -202,16 +204,4 @@ int launch(const GnArgs& a, cudaStream_t stream) {
 }
 
 #include "../_common/group_norm_cuda_parse.cuh"  // dtype dispatch and argument checks: inlined when forge loads the template
-// native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C,
-//                   SymInt HxW, int group, float eps) -> (Tensor out, Tensor mean, Tensor rstd)
-extern "C" int forge_kernel(const forge_call* call) {
-  GnArgs a;
-  int32_t w_dtype, s_dtype;
-  if (parse(call, a, w_dtype, s_dtype)) return 1;
-  if (a.N == 0) return 0;
-  cudaStream_t stream = static_cast<cudaStream_t>(call->stream);
-  return with_dtype(call->inputs[0].dtype, [&](auto t) {
-    using T = decltype(t);
-    return dispatch_w<T>(a, call->inputs[0].dtype, w_dtype, s_dtype, stream);
-  });
-}
+#include "../_common/group_norm_cuda_entry.cuh"  // the entry points: inlined when forge loads the template

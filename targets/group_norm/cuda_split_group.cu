@@ -77,7 +77,7 @@ static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024,
 static_assert(CHUNK % 8 == 0 && CHUNK >= 256, "FORGE_P_CHUNK: a multiple of 8, >= 256");
 static_assert(UNROLL >= 1 && UNROLL <= 8, "FORGE_P_UNROLL: 1..8");
 
-#include "../_common/group_norm_cuda_args.cuh"  // the kernel's arguments: inlined when forge loads the template
+#include "../_common/group_norm_args.h"  // the call's fields: inlined when forge loads the template
 
 #include "../_common/group_norm_apply_range.cuh"  // the affine pass of a slice range: inlined when forge loads the template
 

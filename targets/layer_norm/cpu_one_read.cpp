@@ -126,17 +126,7 @@ inline void ln_apply(const T* x, T* y, const TW* w, const TW* b, int64_t n_runti
   }
 }
 
-struct LnArgs {
-  const void* x;
-  const void* w;  // NULL: weight None
-  const void* b;  // NULL: bias None
-  void* y;
-  void* mean;
-  void* rstd;
-  int32_t x_dtype, w_dtype, stat_dtype;
-  int64_t M, N;
-  float eps;
-};
+#include "../_common/layer_norm_args.h"  // the call's fields, shared with the CUDA templates: inlined when forge loads the template
 
 template <class T, class TW, class TS>
 void ln_rows(const LnArgs& a) {

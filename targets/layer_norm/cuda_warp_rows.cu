@@ -45,16 +45,7 @@
 
 namespace {
 
-struct LnArgs {
-  const void* x;
-  const void* w;
-  const void* b;
-  void* y;
-  void* mean;
-  void* rstd;
-  int64_t M, N;
-  float eps;
-};
+#include "../_common/layer_norm_args.h"  // the call's fields, shared with the CPU templates: inlined when forge loads the template
 
 
 constexpr int LANES = FORGE_P_LANES;

@@ -50,15 +50,7 @@
 constexpr int R = FORGE_P_ROWS;
 static_assert(R >= 1 && R <= 8, "FORGE_P_ROWS must be 1..8");
 
-struct RmsArgs {
-  const void* x;
-  const void* w;  // NULL: weight None
-  void* y;
-  void* rstd;
-  int32_t x_dtype, w_dtype, s_dtype;
-  int64_t M, N;
-  float eps;
-};
+#include "../_common/rms_norm_args.h"  // the call's fields, shared with the CUDA template: inlined when forge loads the template
 
 template <class T, class TW, class TS>
 void rms_rows(const RmsArgs& a) {
@@ -119,37 +111,13 @@ __attribute__((noinline)) int rms_norm_run(const RmsArgs& a) {
 #include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
 
 
-// _fused_rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float? eps)
-//   -> (Tensor out, Tensor rstd)
+#include "../_common/rms_norm_parse.h"  // the call's checks, shared with the CUDA template: inlined when forge loads the template
+
 extern "C" int forge_kernel(const forge_call* call) {
-  if (!call || call->n_inputs != 2 || call->n_outputs != 2 || call->n_scalars < 2) return 1;
-  const forge_tensor& x = call->inputs[0];
-  const forge_tensor& w = call->inputs[1];
-  const forge_tensor& y = call->outputs[0];
-  const forge_tensor& rstd = call->outputs[1];
-  const forge_scalar& shape = call->scalars[0];
-  if (shape.kind != FORGE_ARG_INT_LIST || shape.len < 1 || shape.len > x.ndim) return 1;
-  float eps;
-  if (call->scalars[1].kind == FORGE_ARG_FLOAT) eps = static_cast<float>(call->scalars[1].f);
-  else if (call->scalars[1].kind == FORGE_ARG_NONE) eps = 1.1920928955078125e-07f;  // FLT_EPSILON
-  else return 1;
-  if (!x.data || !host_float(x.dtype) || !host_contiguous(x)) return 1;
-  if (!y.data || y.dtype != x.dtype || y.ndim != x.ndim || !host_contiguous(y)) return 1;
-  for (int d = 0; d < x.ndim; ++d)
-    if (y.sizes[d] != x.sizes[d]) return 1;
-  int64_t N = 1;
-  for (int k = 0; k < shape.len; ++k) {
-    if (shape.ints[k] != x.sizes[x.ndim - shape.len + k]) return 1;
-    N *= shape.ints[k];
-  }
-  if (N == 0) return 1;
-  if (FORGE_P_ROW && N != FORGE_P_ROW) return 1;
-  const int64_t M = host_numel(x) / N;
-  if (w.data && (!host_float(w.dtype) || !host_contiguous(w) || host_numel(w) != N)) return 1;
-  if (host_numel(rstd) != M) return 1;
-  if (M && (!rstd.data || !host_float(rstd.dtype) || !host_contiguous(rstd))) return 1;
+  RmsArgs a;
+  if (parse_rms_norm(call, a)) return 1;
+  if (FORGE_P_ROW && a.N != FORGE_P_ROW) return 1;
   if (!cpu_ok()) return 1;
-  if (M == 0) return 0;
-  RmsArgs a{x.data, w.data, y.data, rstd.data, x.dtype, w.data ? w.dtype : x.dtype, rstd.dtype, M, N, eps};
+  if (a.M == 0) return 0;
   return rms_norm_run(a);
 }

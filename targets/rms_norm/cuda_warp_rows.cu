@@ -38,6 +38,7 @@
 #endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/rms_norm_args.h"  // the call's fields, shared with the CPU template: inlined when forge loads the template
 
 namespace {
 
@@ -114,53 +115,26 @@ int launch(const void* x, const void* w, void* y, void* rstd, int64_t M, int64_t
 }
 
 template <class T>
-int dispatch_w(int32_t x_dtype, int32_t w_dtype, int32_t s_dtype, const void* x, const void* w, void* y, void* r,
-               int64_t M, int64_t N, float eps, cudaStream_t stream) {
-  if (w_dtype == x_dtype) {
-    if (s_dtype == FORGE_FLOAT32) return launch<T, T, float>(x, w, y, r, M, N, eps, stream);
-    if (s_dtype == x_dtype) return launch<T, T, T>(x, w, y, r, M, N, eps, stream);
-  } else if (w_dtype == FORGE_FLOAT32) {
-    if (s_dtype == FORGE_FLOAT32) return launch<T, float, float>(x, w, y, r, M, N, eps, stream);
-    if (s_dtype == x_dtype) return launch<T, float, T>(x, w, y, r, M, N, eps, stream);
+int dispatch_w(const RmsArgs& a, cudaStream_t stream) {
+  if (a.w_dtype == a.x_dtype) {
+    if (a.s_dtype == FORGE_FLOAT32) return launch<T, T, float>(a.x, a.w, a.y, a.rstd, a.M, a.N, a.eps, stream);
+    if (a.s_dtype == a.x_dtype) return launch<T, T, T>(a.x, a.w, a.y, a.rstd, a.M, a.N, a.eps, stream);
+  } else if (a.w_dtype == FORGE_FLOAT32) {
+    if (a.s_dtype == FORGE_FLOAT32) return launch<T, float, float>(a.x, a.w, a.y, a.rstd, a.M, a.N, a.eps, stream);
+    if (a.s_dtype == a.x_dtype) return launch<T, float, T>(a.x, a.w, a.y, a.rstd, a.M, a.N, a.eps, stream);
   }
   return 1;
 }
 
 }  // namespace
 
-// _fused_rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float? eps)
-//   -> (Tensor out, Tensor rstd)
+#include "../_common/rms_norm_parse.h"  // the call's checks, shared with the CPU template: inlined when forge loads the template
+
 extern "C" int forge_kernel(const forge_call* call) {
-  if (!call || call->n_inputs != 2 || call->n_outputs != 2 || call->n_scalars < 2) return 1;
-  const forge_tensor& x = call->inputs[0];
-  const forge_tensor& w = call->inputs[1];
-  const forge_tensor& y = call->outputs[0];
-  const forge_tensor& rstd = call->outputs[1];
-  const forge_scalar& shape = call->scalars[0];
-  if (shape.kind != FORGE_ARG_INT_LIST || shape.len < 1 || shape.len > x.ndim) return 1;
-  float eps;
-  if (call->scalars[1].kind == FORGE_ARG_FLOAT) eps = static_cast<float>(call->scalars[1].f);
-  else if (call->scalars[1].kind == FORGE_ARG_NONE) eps = 1.1920928955078125e-07f;  // FLT_EPSILON
-  else return 1;
-  if (!x.data || !host_float(x.dtype) || !host_contiguous(x)) return 1;
-  if (!y.data || y.dtype != x.dtype || y.ndim != x.ndim || !host_contiguous(y)) return 1;
-  for (int d = 0; d < x.ndim; ++d)
-    if (y.sizes[d] != x.sizes[d]) return 1;
-  int64_t N = 1;
-  for (int k = 0; k < shape.len; ++k) {
-    if (shape.ints[k] != x.sizes[x.ndim - shape.len + k]) return 1;
-    N *= shape.ints[k];
-  }
-  if (N == 0 || N > MAX_ROW) return 1;
-  const int64_t M = host_numel(x) / N;
-  if (w.data && (!host_float(w.dtype) || !host_contiguous(w) || host_numel(w) != N)) return 1;
-  if (host_numel(rstd) != M) return 1;
-  if (M == 0) return 0;
-  if (!rstd.data || !host_float(rstd.dtype) || !host_contiguous(rstd)) return 1;
+  RmsArgs a;
+  if (parse_rms_norm(call, a)) return 1;
+  if (a.N > MAX_ROW) return 1;
+  if (a.M == 0) return 0;
   cudaStream_t stream = static_cast<cudaStream_t>(call->stream);
-  const int32_t w_dtype = w.data ? w.dtype : x.dtype;
-  return with_dtype(x.dtype, [&](auto t) {
-    using T = decltype(t);
-    return dispatch_w<T>(x.dtype, w_dtype, rstd.dtype, x.data, w.data, y.data, rstd.data, M, N, eps, stream);
-  });
+  return with_dtype(a.x_dtype, [&](auto t) { return dispatch_w<decltype(t)>(a, stream); });
 }
