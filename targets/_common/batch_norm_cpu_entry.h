@@ -11,7 +11,7 @@ __attribute__((noinline)) int batch_norm_run(const BnArgs& a) {
   });
 }
 
-#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok and the host-side tensor checks
 
 #include "../_common/batch_norm_parse.h"  // the call's checks, shared with the CUDA templates
 

@@ -20,5 +20,5 @@ inline bool cpu_ok() {
 #endif
 }
 
-#include "../_common/host_checks.h"  // host_contiguous, host_numel, host_float: shared with the CUDA templates
+#include "../_common/host_checks.h"  // the host-side tensor checks, shared with the CUDA templates
 }  // namespace

@@ -50,7 +50,7 @@ __attribute__((noinline)) int group_norm_run(const GnArgs& a) {
   });
 }
 
-#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok and the host-side tensor checks
 
 
 #include "../_common/group_norm_parse.h"  // the call's checks, shared with the CUDA templates

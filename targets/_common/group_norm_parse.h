@@ -24,20 +24,8 @@ inline int parse_group_norm(const forge_call* call, GnArgs& a) {
   if (!x.data || !host_float(x.dtype) || x.ndim < 2 || !host_contiguous(x)) return 1;
   if (x.sizes[0] != N || x.sizes[1] != C || host_numel(x) != N * C * HW) return 1;
   if (!host_same_contiguous(y, x)) return 1;
-  int32_t w_dtype = x.dtype;
-  const forge_tensor* wb[2] = {&w, &b};
-  for (const forge_tensor* p : wb) {
-    if (!p->data) continue;
-    if (!host_float(p->dtype) || !host_contiguous(*p) || host_numel(*p) != C) return 1;
-    w_dtype = p->dtype;
-  }
-  if (w.data && b.data && w.dtype != b.dtype) return 1;
-  const forge_tensor* stats[2] = {&mean, &rstd};
-  for (const forge_tensor* p : stats) {
-    if (host_numel(*p) != N * G) return 1;
-    if (N && (!p->data || !host_float(p->dtype) || !host_contiguous(*p))) return 1;
-  }
-  if (N && mean.dtype != rstd.dtype) return 1;
+  int32_t w_dtype;
+  if (!host_affine_ok(w, b, C, x.dtype, &w_dtype) || !host_stats_ok(mean, rstd, N * G)) return 1;
   a = GnArgs{x.data, w.data,  b.data,     y.data, mean.data, rstd.data, x.dtype, w_dtype, mean.dtype, N, C, HW, G,
              static_cast<float>(call->scalars[4].f), nullptr};
   return 0;

@@ -30,3 +30,26 @@ inline bool host_same_contiguous(const forge_tensor& out, const forge_tensor& x)
     if (out.sizes[d] != x.sizes[d]) return false;
   return true;
 }
+// A norm's weight and bias: each absent or `n` contiguous elements of a float
+// dtype, both of one dtype. *w_dtype: theirs (x_dtype when both are absent).
+inline bool host_affine_ok(const forge_tensor& w, const forge_tensor& b, int64_t n, int32_t x_dtype,
+                           int32_t* w_dtype) {
+  *w_dtype = x_dtype;
+  const forge_tensor* wb[2] = {&w, &b};
+  for (const forge_tensor* p : wb) {
+    if (!p->data) continue;
+    if (!host_float(p->dtype) || !host_contiguous(*p) || host_numel(*p) != n) return false;
+    *w_dtype = p->dtype;
+  }
+  return !(w.data && b.data && w.dtype != b.dtype);
+}
+// A norm's mean and rstd outputs: `m` elements each; when m > 0, contiguous,
+// of one float dtype.
+inline bool host_stats_ok(const forge_tensor& mean, const forge_tensor& rstd, int64_t m) {
+  const forge_tensor* stats[2] = {&mean, &rstd};
+  for (const forge_tensor* p : stats) {
+    if (host_numel(*p) != m) return false;
+    if (m && (!p->data || !host_float(p->dtype) || !host_contiguous(*p))) return false;
+  }
+  return !(m && mean.dtype != rstd.dtype);
+}

@@ -10,7 +10,7 @@ __attribute__((noinline)) int layer_norm_run(const LnArgs& a) {
   });
 }
 
-#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok and the host-side tensor checks
 
 
 #include "../_common/layer_norm_parse.h"  // the call's checks, shared with the CUDA templates

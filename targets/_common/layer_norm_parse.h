@@ -21,21 +21,8 @@ inline int parse_layer_norm(const forge_call* call, LnArgs& a) {
   const int64_t N = host_row_length(x, call->scalars[0]);
   if (N <= 0) return 1;
   const int64_t M = host_numel(x) / N;
-  int32_t w_dtype = x.dtype;
-  const forge_tensor* wb[2] = {&w, &b};
-  for (const forge_tensor* p : wb) {
-    if (!p->data) continue;
-    if (!host_float(p->dtype) || !host_contiguous(*p) || host_numel(*p) != N) return 1;
-    w_dtype = p->dtype;
-  }
-  if (w.data && b.data && w.dtype != b.dtype) return 1;
-  // mean and rstd: M elements each (shape input.shape[:axis] + [1]*k).
-  const forge_tensor* stats[2] = {&mean, &rstd};
-  for (const forge_tensor* p : stats) {
-    if (host_numel(*p) != M) return 1;
-    if (M && (!p->data || !host_float(p->dtype) || !host_contiguous(*p))) return 1;
-  }
-  if (M && mean.dtype != rstd.dtype) return 1;
+  int32_t w_dtype;  // mean and rstd: shaped input.shape[:axis] + [1]*k, M elements
+  if (!host_affine_ok(w, b, N, x.dtype, &w_dtype) || !host_stats_ok(mean, rstd, M)) return 1;
   a = LnArgs{x.data,  w.data,  b.data,     y.data, mean.data, rstd.data,
              x.dtype, w_dtype, mean.dtype, M,      N,         static_cast<float>(call->scalars[1].f)};
   return 0;

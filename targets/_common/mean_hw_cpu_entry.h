@@ -9,7 +9,7 @@ __attribute__((noinline)) int mean_run(int32_t in_dtype, int32_t out_dtype, cons
   });
 }
 
-#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok and the host-side tensor checks
 
 
 #include "../_common/mean_hw_parse.h"  // the call's checks, shared with the CUDA templates

@@ -108,7 +108,7 @@ __attribute__((noinline)) int rms_norm_run(const RmsArgs& a) {
   });
 }
 
-#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok, host_contiguous, host_float, host_numel
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok and the host-side tensor checks
 
 
 #include "../_common/rms_norm_parse.h"  // the call's checks, shared with the CUDA template: inlined when forge loads the template
