@@ -1,9 +1,9 @@
 // The storage types of x, the parameters and the saved statistics, picked at
 // run time; bn_typed (the template's) runs the op for them.
 __attribute__((noinline)) int batch_norm_run(const BnArgs& a) {
-  return with_float_type(a.x_dtype, [&](auto t) {
-    return with_float_type(a.p_dtype, [&](auto tp) {
-      return with_float_type(a.s_dtype, [&](auto ts) {
+  return with_dtype(a.x_dtype, [&](auto t) {
+    return with_dtype(a.p_dtype, [&](auto tp) {
+      return with_dtype(a.s_dtype, [&](auto ts) {
         bn_typed<decltype(t), decltype(tp), decltype(ts)>(a);
         return 0;
       });

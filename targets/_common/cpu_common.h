@@ -202,15 +202,10 @@ template <class T> inline void store1(T* p, float v) {
   store(tmp, splat(v));
   *p = tmp[0];
 }
-// Calls f with a value of the storage type `dtype` names (float, bf16, f16)
-// and returns its result; 1 (the package falls back) for any other dtype.
-// Nested calls pick the types of several tensors: the instantiations are made
-// here, inside the ISA region.
-template <class F> inline int with_float_type(int32_t dtype, F&& f) {
-  switch (dtype) {
-    case FORGE_FLOAT32: return f(float{});
-    case FORGE_BFLOAT16: return f(bf16{});
-    case FORGE_FLOAT16: return f(f16{});
-    default: return 1;
-  }
+#include "../_common/dtype_switch.h"  // with_storage_type: shared with the CUDA templates
+// with_dtype(d, f): f(T{}) with T = float, f16 or bf16 as d names. Nested
+// calls pick the types of several tensors: the instantiations are made here,
+// inside the ISA region.
+template <class F> inline int with_dtype(int32_t d, F&& f) {
+  return with_storage_type<float, f16, bf16>(d, static_cast<F&&>(f));
 }

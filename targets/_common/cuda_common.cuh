@@ -98,21 +98,10 @@ inline int launch_status() { return cudaPeekAtLastError() == cudaSuccess ? 0 : 1
 }  // namespace
 
 namespace {
-// Calls f(T{}) with T the storage type of dtype d; 1 for other dtypes and
-// for those FORGE_DTYPES leaves out (forge_kernel.h).
+#include "../_common/dtype_switch.h"  // with_storage_type: shared with the CPU templates
+// with_dtype(d, f): f(T{}) with T = float, __half or __nv_bfloat16 as d names.
 template <class F>
 int with_dtype(int32_t d, F&& f) {
-  switch (d) {
-#if FORGE_DTYPES & 1
-    case FORGE_FLOAT32: return f(float{});
-#endif
-#if FORGE_DTYPES & 4
-    case FORGE_FLOAT16: return f(__half{});
-#endif
-#if FORGE_DTYPES & 8
-    case FORGE_BFLOAT16: return f(__nv_bfloat16{});
-#endif
-    default: return 1;
-  }
+  return with_storage_type<float, __half, __nv_bfloat16>(d, static_cast<F&&>(f));
 }
 }  // namespace

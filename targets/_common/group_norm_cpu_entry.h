@@ -40,9 +40,9 @@ void gn_rows(const GnArgs& a) {
 
 // The storage types of x, weight/bias and mean/rstd, picked at run time.
 __attribute__((noinline)) int group_norm_run(const GnArgs& a) {
-  return with_float_type(a.x_dtype, [&](auto t) {
-    return with_float_type(a.w_dtype, [&](auto tw) {
-      return with_float_type(a.stat_dtype, [&](auto ts) {
+  return with_dtype(a.x_dtype, [&](auto t) {
+    return with_dtype(a.w_dtype, [&](auto tw) {
+      return with_dtype(a.stat_dtype, [&](auto ts) {
         gn_rows<decltype(t), decltype(tw), decltype(ts)>(a);
         return 0;
       });

@@ -1,8 +1,8 @@
 // The storage types of x, weight/bias and mean/rstd, picked at run time.
 __attribute__((noinline)) int layer_norm_run(const LnArgs& a) {
-  return with_float_type(a.x_dtype, [&](auto t) {
-    return with_float_type(a.w_dtype, [&](auto tw) {
-      return with_float_type(a.stat_dtype, [&](auto ts) {
+  return with_dtype(a.x_dtype, [&](auto t) {
+    return with_dtype(a.w_dtype, [&](auto tw) {
+      return with_dtype(a.stat_dtype, [&](auto ts) {
         ln_rows<decltype(t), decltype(tw), decltype(ts)>(a);
         return 0;
       });

@@ -1,8 +1,8 @@
 // The storage types of x and the output, picked at run time.
 __attribute__((noinline)) int mean_run(int32_t in_dtype, int32_t out_dtype, const void* x, void* y, int64_t planes,
                                        int64_t hw) {
-  return with_float_type(in_dtype, [&](auto t) {
-    return with_float_type(out_dtype, [&](auto to) {
+  return with_dtype(in_dtype, [&](auto t) {
+    return with_dtype(out_dtype, [&](auto to) {
       mean_planes(static_cast<const decltype(t)*>(x), static_cast<decltype(to)*>(y), planes, hw);
       return 0;
     });

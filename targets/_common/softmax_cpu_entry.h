@@ -1,8 +1,8 @@
 // The storage types of x and the output, picked at run time.
 __attribute__((noinline)) int softmax_dispatch(int32_t in_dtype, int32_t out_dtype, const void* x, void* y,
                                                int64_t rows, int64_t L) {
-  return with_float_type(in_dtype, [&](auto ti) {
-    return with_float_type(out_dtype, [&](auto to) {
+  return with_dtype(in_dtype, [&](auto ti) {
+    return with_dtype(out_dtype, [&](auto to) {
       softmax_rows<decltype(ti), decltype(to)>(x, y, rows, L);
       return 0;
     });

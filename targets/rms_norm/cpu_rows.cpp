@@ -98,9 +98,9 @@ void rms_rows(const RmsArgs& a) {
 
 // The storage types of x, weight and rstd, picked at run time.
 __attribute__((noinline)) int rms_norm_run(const RmsArgs& a) {
-  return with_float_type(a.x_dtype, [&](auto t) {
-    return with_float_type(a.w_dtype, [&](auto tw) {
-      return with_float_type(a.s_dtype, [&](auto ts) {
+  return with_dtype(a.x_dtype, [&](auto t) {
+    return with_dtype(a.w_dtype, [&](auto tw) {
+      return with_dtype(a.s_dtype, [&](auto ts) {
         rms_rows<decltype(t), decltype(tw), decltype(ts)>(a);
         return 0;
       });
