@@ -3,6 +3,7 @@
 #include "rules/family.h"
 #include "rules/strategies.h"
 #include "util/error.h"
+#include "util/process.h"
 #include "tests/support.h"
 
 namespace forge {
@@ -82,6 +83,27 @@ TEST_CASE("the shipped templates load with their shared blocks inlined") {
       const bool cuda = s.backend == "cuda";
       CHECK(s.text.find(cuda ? "/* ---- common device helpers" : "/* ---- ISA selection") != std::string::npos);
     }
+}
+
+// targets/_bench/template_text.py is inline_common in Python, for scripts that
+// run without a forge build (the CPU bench, the GPU probes): it must write the
+// very text forge loads, or a probe measures another kernel than the search.
+TEST_CASE("template_text.py writes each shipped template exactly as forge loads it") {
+  auto runner = make_process_runner();
+  const auto script = default_targets_dir() / "_bench" / "template_text.py";
+  int checked = 0;
+  for (const auto& f : load_families(default_targets_dir()))
+    for (const auto& s : load_strategies(f)) {
+      Command c;
+      c.argv = {"python3", script.string(), s.source.string()};
+      c.timeout_seconds = 60;
+      CommandResult r = runner->run(c);
+      INFO(s.source.string() << ": " << r.describe() << " " << r.err);
+      REQUIRE(r.ok());
+      CHECK(r.out == s.text);
+      ++checked;
+    }
+  CHECK(checked >= 20);
 }
 
 TEST_CASE("instances are the template with #defines in front; grids are complete") {
