@@ -12,19 +12,6 @@ inline void channel_terms(const BnArgs& a, int64_t c, float& alpha, float& beta,
   beta = sfma(-mean, alpha, b ? to_f32(b[c]) : 0.0f);
 }
 
-// y = fma(x, alpha, beta) over one contiguous plane of a channel.
-template <class T>
-inline void apply_plane(const T* x, T* y, int64_t hw, float alpha, float beta) {
-  const vf av = splat(alpha), bv = splat(beta);
-  int64_t i = 0;
-  for (; i + 2 * W <= hw; i += 2 * W) {
-    store(y + i, vfma(load(x + i), av, bv));
-    store(y + i + W, vfma(load(x + i + W), av, bv));
-  }
-  for (; i + W <= hw; i += W) store(y + i, vfma(load(x + i), av, bv));
-  if (i < hw) store_part(y + i, vfma(load_part(x + i, hw - i, T{}), av, bv), hw - i);
-}
-
 // NCHW: channels in chunks of CH (their terms on the stack), then every
 // sample's planes of the chunk in memory order.
 template <class T, class TP>

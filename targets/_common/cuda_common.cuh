@@ -104,4 +104,18 @@ template <class F>
 int with_dtype(int32_t d, F&& f) {
   return with_storage_type<float, __half, __nv_bfloat16>(d, static_cast<F&&>(f));
 }
+// The norms' parameter (weight, bias, running stats) and statistics storage
+// types beside input type T: each T itself or float32, what torch's CUDA
+// kernels take. Calls f(TP{}, TS{}); 1 for any other combination.
+template <class T, class F>
+int with_param_types(int32_t x_dtype, int32_t p_dtype, int32_t s_dtype, F&& f) {
+  if (p_dtype == x_dtype) {
+    if (s_dtype == x_dtype) return f(T{}, T{});
+    if (s_dtype == FORGE_FLOAT32) return f(T{}, float{});
+  } else if (p_dtype == FORGE_FLOAT32) {
+    if (s_dtype == x_dtype) return f(float{}, T{});
+    if (s_dtype == FORGE_FLOAT32) return f(float{}, float{});
+  }
+  return 1;
+}
 }  // namespace

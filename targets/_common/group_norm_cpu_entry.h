@@ -1,16 +1,3 @@
-// y = fma(x, scale, bias) over one channel's HxW plane.
-template <class T>
-inline void apply_plane(const T* x, T* y, int64_t hw, float scale, float bias) {
-  const vf sv = splat(scale), bv = splat(bias);
-  int64_t i = 0;
-  for (; i + 2 * W <= hw; i += 2 * W) {
-    store(y + i, vfma(load(x + i), sv, bv));
-    store(y + i + W, vfma(load(x + i + W), sv, bv));
-  }
-  for (; i + W <= hw; i += W) store(y + i, vfma(load(x + i), sv, bv));
-  if (i < hw) store_part(y + i, vfma(load_part(x + i, hw - i, T{}), sv, bv), hw - i);
-}
-
 #include "../_common/group_norm_args.h"  // the call's fields, shared with the CUDA templates
 
 template <class T, class TW, class TS>

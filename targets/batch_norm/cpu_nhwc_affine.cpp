@@ -48,7 +48,7 @@
 constexpr int CH = FORGE_P_CHUNK;
 static_assert(CH >= 1 && CH <= 4096, "FORGE_P_CHUNK must be 1..4096");
 
-#include "../_common/cpu_fma.h"  // fma with the stock kernel's single rounding: inlined when forge loads the template
+#include "../_common/cpu_fma.h"  // fma with the stock kernel's single rounding, the affine plane pass: inlined when forge loads the template
 
 #include "../_common/batch_norm_cpu_nchw.h"  // arguments, the stock per-channel terms and the NCHW pass: inlined when forge loads the template
 

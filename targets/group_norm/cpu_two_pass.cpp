@@ -56,7 +56,7 @@ inline vi lane_index() {
   return v;
 }
 
-#include "../_common/cpu_fma.h"  // fma with the stock kernel's single rounding: inlined when forge loads the template
+#include "../_common/cpu_fma.h"  // fma with the stock kernel's single rounding, the affine plane pass: inlined when forge loads the template
 
 // mean and rstd of n contiguous elements: shifted sum, then centered squares.
 template <class T>

@@ -203,5 +203,4 @@ int launch(const GnArgs& a, cudaStream_t stream) {
   return launch_one<T, TW, TS, 1, false>(a, stream);
 }
 
-#include "../_common/group_norm_cuda_parse.cuh"  // dtype dispatch and argument checks: inlined when forge loads the template
-#include "../_common/group_norm_cuda_entry.cuh"  // the entry points: inlined when forge loads the template
+#include "../_common/group_norm_cuda_entry.cuh"  // argument checks and the entry points: inlined when forge loads the template

@@ -114,18 +114,6 @@ int launch(const void* x, const void* w, void* y, void* rstd, int64_t M, int64_t
   return launch_status();
 }
 
-template <class T>
-int dispatch_w(const RmsArgs& a, cudaStream_t stream) {
-  if (a.w_dtype == a.x_dtype) {
-    if (a.s_dtype == FORGE_FLOAT32) return launch<T, T, float>(a.x, a.w, a.y, a.rstd, a.M, a.N, a.eps, stream);
-    if (a.s_dtype == a.x_dtype) return launch<T, T, T>(a.x, a.w, a.y, a.rstd, a.M, a.N, a.eps, stream);
-  } else if (a.w_dtype == FORGE_FLOAT32) {
-    if (a.s_dtype == FORGE_FLOAT32) return launch<T, float, float>(a.x, a.w, a.y, a.rstd, a.M, a.N, a.eps, stream);
-    if (a.s_dtype == a.x_dtype) return launch<T, float, T>(a.x, a.w, a.y, a.rstd, a.M, a.N, a.eps, stream);
-  }
-  return 1;
-}
-
 }  // namespace
 
 #include "../_common/rms_norm_parse.h"  // the call's checks, shared with the CPU template: inlined when forge loads the template
@@ -136,5 +124,9 @@ extern "C" int forge_kernel(const forge_call* call) {
   if (a.N > MAX_ROW) return 1;
   if (a.M == 0) return 0;
   cudaStream_t stream = static_cast<cudaStream_t>(call->stream);
-  return with_dtype(a.x_dtype, [&](auto t) { return dispatch_w<decltype(t)>(a, stream); });
+  return with_dtype(a.x_dtype, [&](auto t) {
+    using T = decltype(t);
+    return with_param_types<T>(a.x_dtype, a.w_dtype, a.s_dtype,
+                               [&](auto tp, auto ts) { return launch<T, decltype(tp), decltype(ts)>(a.x, a.w, a.y, a.rstd, a.M, a.N, a.eps, stream); });
+  });
 }
