@@ -81,16 +81,7 @@ static_assert(UNROLL >= 1 && UNROLL <= 8, "FORGE_P_UNROLL: 1..8");
 
 #include "../_common/group_norm_apply_range.cuh"  // the affine pass of a slice range: inlined when forge loads the template
 
-struct Moments {
-  float n, mean, m2;
-};
-__device__ __forceinline__ Moments merge(Moments a, Moments b) {
-  const float n = a.n + b.n;
-  if (n == 0.0f) return a;
-  const float d = b.mean - a.mean;
-  const float fb = b.n / n;
-  return Moments{n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
-}
+#include "../_common/group_norm_moments.cuh"  // Moments, merge, warp_merge: inlined when forge loads the template
 
 // Partial moments of chunk id (= (n*G + g) * split + k) into its workspace slot.
 template <class T, int VW, bool VEC>
@@ -152,20 +143,9 @@ __device__ __forceinline__ void apply_chunk(const T* __restrict__ x, const TW* _
   if (WAIT)
     asm volatile("griddepcontrol.wait;" ::
                      : "memory");  // the statistics kernel's writes are visible
-  // Merge the group's partials: lane l takes partials l, l+32, ... in order,
-  // then a fixed shuffle tree: the same bits in every block of the group.
+  // Merge the group's partials (warp_merge: the same bits in every block of the group).
   if (threadIdx.x < 32) {
-    Moments m{0.0f, 0.0f, 0.0f};
-    for (int64_t p = threadIdx.x; p < split; p += 32) {
-      const float* slot = ws + (ng * split + p) * 3;
-      m = merge(m, Moments{slot[0], slot[1], slot[2]});
-    }
-#pragma unroll
-    for (int o = 1; o < 32; o *= 2) {
-      Moments other{__shfl_down_sync(0xffffffffu, m.n, o), __shfl_down_sync(0xffffffffu, m.mean, o),
-                    __shfl_down_sync(0xffffffffu, m.m2, o)};
-      if ((threadIdx.x & (2 * o - 1)) == 0) m = merge(m, other);
-    }
+    const Moments m = warp_merge(ws + ng * split * 3, split);
     if (threadIdx.x == 0) {
       const float var = m.m2 / static_cast<float>(n_el);
       // mean/rstd as stored in the outputs' dtype, as the stock CUDA kernel
