@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What limits split_group on the VAE's group_norm shapes (issue: performance,
-# item 5), with no forge build: bench/gpu/group_norm_probe.py times each
+# item 5), with no forge build: bench/gpu/template_probe.py times each
 # instance beside the stock op, then Nsight Compute profiles the instance's two
 # kernels on one timed rep (after the probe's L2 flush; --cache-control none,
 # so the apply kernel sees what the statistics kernel left in L2).
@@ -13,7 +13,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/forge-out}; mkdir -p "$OUT"
-probe=bench/gpu/group_norm_probe.py
+probe=bench/gpu/template_probe.py
 template=${GN_PROBE_TEMPLATE:-targets/group_norm/cuda_split_group.cu}
 keep_root=${GN_PROBE_KEEP:-/tmp/gn-probe}
 configs=${GN_PROBE_CONFIGS:-"BLOCK=128 CHUNK=8192 REVERSE=1 PDL=1

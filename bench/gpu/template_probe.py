@@ -1,12 +1,15 @@
-"""One group_norm template instance, standalone: compiled with forge's flags,
-called through the candidate ABI (runtime/abi/forge_kernel.h) with ctypes on
-torch tensors, checked against aten::native_group_norm, then timed (CUDA
-events, L2 flushed before each rep, median) beside the stock op. No forge, no
+"""One template instance (group_norm or softmax, --op), standalone: compiled
+with forge's flags, called through the candidate ABI
+(runtime/abi/forge_kernel.h) with ctypes on torch tensors, checked against
+the aten op, then timed (CUDA events, L2 flushed before each rep, median)
+beside the stock op. No forge, no
 capture, no helper processes: small enough to run under Nsight Compute, which
 wrapping `forge try` was not (PERF.md run G). Prints a table last.
-    python3 bench/gpu/group_norm_probe.py targets/group_norm/cuda_split_group.cu \
-        "BLOCK=128 CHUNK=8192 REVERSE=1 PDL=1" --shape 1,128,512,512 --dtype bfloat16
-    ncu --clock-control none -k regex:gn_ python3 bench/gpu/group_norm_probe.py ... --reps 3
+    python3 bench/gpu/template_probe.py targets/group_norm/cuda_split_group.cu \
+        "BLOCK=128 CHUNK=8192 REVERSE=1 PDL=1" --shape "1,128,512,512 1,512,128,128" --dtype bfloat16
+    python3 bench/gpu/template_probe.py targets/softmax/cuda_block_row.cu "BLOCK=128 CHUNKS=2 EXP=1" \
+        --op softmax --shape 2,8,1024,1024 --dtype float32
+    ncu --clock-control none -k regex:gn_ python3 bench/gpu/template_probe.py ... --reps 3
 --device cpu runs a CPU template the same way (this machine's check of the ABI plumbing)."""
 import argparse
 import ctypes
@@ -77,27 +80,49 @@ def build(template, params, dtype, device, work):
     return ctypes.CDLL(so)
 
 
-def probe(lib, template, shape_text, groups, dtype, dev, reps):
-    """Checks one shape against aten (twice: the second call on the used
-    workspace must give the same bits), then times it beside the stock op.
-    Returns (forged us, stock us, floor us); None on the CPU."""
-    shape = [int(s) for s in shape_text.split(",")]
+def group_norm_call(shape, groups, dtype, dev):
+    """native_group_norm's call: (inputs, outputs, scalars, stock op)."""
     N, C, G = shape[0], shape[1], groups
     HW = 1
     for s in shape[2:]:
         HW *= s
-    torch.manual_seed(0)
     x = (torch.randn(shape, device=dev) * 2 + 0.5).to(dtype)
     w = torch.randn(C, device=dev).to(dtype)
     b = torch.randn(C, device=dev).to(dtype)
-    y = torch.full_like(x, float("nan"))  # poisoned: a kernel that skips elements fails the check
-    mean = torch.full((N, G), float("nan"), device=dev, dtype=dtype)
-    rstd = torch.full((N, G), float("nan"), device=dev, dtype=dtype)
-    ins = (Tensor * 3)(view(x), view(w), view(b))
-    outs = (Tensor * 3)(view(y), view(mean), view(rstd))
-    scal = (Scalar * 5)(scalar_int(N), scalar_int(C), scalar_int(HW), scalar_int(G), Scalar(kind=2, f=1e-5))
+    # Outputs poisoned: a kernel that skips elements fails the check.
+    outs = [torch.full_like(x, float("nan"))] + [torch.full((N, G), float("nan"), device=dev, dtype=dtype)
+                                                 for _ in range(2)]
+    scal = [scalar_int(N), scalar_int(C), scalar_int(HW), scalar_int(G), Scalar(kind=2, f=1e-5)]
+    return [x, w, b], outs, scal, lambda: torch.ops.aten.native_group_norm(x, w, b, N, C, HW, G, 1e-5)
+
+
+def softmax_call(shape, groups, dtype, dev):
+    """_softmax(x, -1, false)'s call, as an attention's scores: logits ~ N(0, 3)."""
+    x = (torch.randn(shape, device=dev) * 3).to(dtype)
+    outs = [torch.full_like(x, float("nan"))]
+    scal = [scalar_int(-1), Scalar(kind=3, i=0)]
+    return [x], outs, scal, lambda: (torch.ops.aten._softmax(x, -1, False),)
+
+
+OPS = {"group_norm": group_norm_call, "softmax": softmax_call}
+
+
+def probe(lib, op, shape_text, groups, dtype, dev, reps):
+    """Checks one shape against aten (twice: the second call on the used
+    workspace must give the same bits), then times it beside the stock op.
+    Returns (forged us, stock us, copy us, floor us): copy = torch copying the
+    first input into the first output, the same bytes as the floor's, as a
+    practical ceiling at this size (launch, ramp and tail included); None on
+    the CPU."""
+    shape = [int(s) for s in shape_text.split(",")]
+    torch.manual_seed(0)
+    inputs, outputs, scalars, stock = OPS[op](shape, groups, dtype, dev)
+    ins = (Tensor * len(inputs))(*[view(t) for t in inputs])
+    outs = (Tensor * len(outputs))(*[view(t) for t in outputs])
+    scal = (Scalar * len(scalars))(*scalars)
     stream = torch.cuda.current_stream().cuda_stream if dev == "cuda" else None
-    call = Call(inputs=ins, n_inputs=3, outputs=outs, n_outputs=3, scalars=scal, n_scalars=5, stream=stream)
+    call = Call(inputs=ins, n_inputs=len(inputs), outputs=outs, n_outputs=len(outputs), scalars=scal,
+                n_scalars=len(scalars), stream=stream)
     lib.forge_kernel.argtypes = [ctypes.POINTER(Call)]
     wsb = 0
     if hasattr(lib, "forge_workspace_bytes"):
@@ -112,16 +137,13 @@ def probe(lib, template, shape_text, groups, dtype, dev, reps):
         if rc:
             sys.exit(f"{shape_text}: forge_kernel returned {rc} (the instance refused the call)")
 
-    def stock():
-        return torch.ops.aten.native_group_norm(x, w, b, N, C, HW, G, 1e-5)
-
     forged()
     ref = stock()
-    err = max((y.float() - ref[0].float()).abs().max().item(), (mean.float() - ref[1].float()).abs().max().item(),
-              (rstd.float() - ref[2].float()).abs().max().item())
-    print(f"{shape_text}: max abs difference from aten::native_group_norm (y, mean, rstd): {err:.3g}")
+    err = max((o.float() - r.float()).abs().max().item() for o, r in zip(outputs, ref))
+    print(f"{shape_text}: max abs difference from aten ({op}): {err:.3g}")
     if not err < 0.1:  # bf16 outputs of magnitude ~10 differ by a few ulps; NaN fails too
         sys.exit(f"{shape_text}: MISMATCH")
+    y = outputs[0]
     first = y.clone()
     y.fill_(float("nan"))
     forged()  # a second call on the used workspace: the same bits (deterministic, state reset)
@@ -143,9 +165,10 @@ def probe(lib, template, shape_text, groups, dtype, dev, reps):
             times.append(s.elapsed_time(e) * 1000)
         return sorted(times)[len(times) // 2]
 
-    bytes_moved = 2 * x.numel() * x.element_size()
+    bytes_moved = 2 * inputs[0].numel() * inputs[0].element_size()
     floor = bytes_moved / 4.28e12 * 1e6  # the copy ceiling measured on the H200 (KERNELS.md)
-    return median_us(forged), median_us(stock), floor
+    src, dst = inputs[0], outputs[0]
+    return median_us(forged), median_us(stock), median_us(lambda: dst.copy_(src)), floor
 
 
 def main():
@@ -153,6 +176,7 @@ def main():
     ap.add_argument("template")
     ap.add_argument("params", help='e.g. "BLOCK=128 CHUNK=8192"')
     ap.add_argument("--shape", default="1,128,512,512", help="N,C,H,W; several separated by spaces")
+    ap.add_argument("--op", default="group_norm", choices=sorted(OPS))
     ap.add_argument("--groups", type=int, default=32)
     ap.add_argument("--dtype", default="bfloat16", choices=["float32", "float16", "bfloat16"])
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
@@ -170,13 +194,15 @@ def main():
         lib = build(a.template, a.params, dtype, a.device, work)
         if a.build_only:
             return
-        rows = [(s, probe(lib, a.template, s, a.groups, dtype, a.device, a.reps)) for s in a.shape.split()]
+        rows = [(s, probe(lib, a.op, s, a.groups, dtype, a.device, a.reps)) for s in a.shape.split()]
     if a.device != "cuda":
         return
     name = os.path.basename(a.template)
-    print(f"{'shape':16} {name + ' us':>24} {'floor %':>8} {'stock us':>9} {'floor %':>8}  params")
-    for s, (f_us, s_us, floor) in rows:
-        print(f"{s:16} {f_us:24.1f} {100 * floor / f_us:8.1f} {s_us:9.1f} {100 * floor / s_us:8.1f}  {a.params}")
+    print(f"{'shape':16} {name + ' us':>24} {'floor %':>8} {'copy %':>7} {'stock us':>9} {'floor %':>8} "
+          f"{'copy us':>8}  params")
+    for s, (f_us, s_us, c_us, floor) in rows:
+        print(f"{s:16} {f_us:24.1f} {100 * floor / f_us:8.1f} {100 * c_us / f_us:7.1f} {s_us:9.1f} "
+              f"{100 * floor / s_us:8.1f} {c_us:8.1f}  {a.params}")
 
 
 if __name__ == "__main__":
