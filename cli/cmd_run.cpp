@@ -48,8 +48,15 @@ int cmd_run(const Invocation& inv) {
   if (i + 1 >= inv.args.size()) throw UsageError("run needs a command after --: forge run -- python app.py");
   Manifest m = load_manifest(inv.dir / "forge.yaml");
   const fs::path lib = package_dir(m) / "libforge.so";
-  if (!fs::exists(lib))
+  std::string none;
+  const bool no_package = !fs::exists(lib) && read_file(package_dir(m) / kNoPackageFile, &none);
+  if (!fs::exists(lib) && !no_package)
     throw Error("no package at " + lib.string() + ": run `forge build` first (it packages the accepted kernels)");
+  // The last build decided on no library (e.g. every forged kernel made its
+  // model slower end to end): the command runs as it would without forge.
+  if (no_package)
+    std::fprintf(stderr, "forge: no package: %s; running the command without forge\n",
+                 none.substr(0, none.find('\n')).c_str());
   // A package whose end-to-end check failed (a model crashed or its outputs
   // differed with the library loaded) is not loaded into the user's program.
   if (auto failed = failed_package_check(m); failed && !unchecked)
@@ -65,8 +72,10 @@ int cmd_run(const Invocation& inv) {
   // The torch the package was built against comes first (libforge.so is bound
   // to its ABI), as for the model commands forge runs itself.
   c.env["PATH"] = forge_path_env();
-  add_autoload_env(c, {lib.string()});
-  c.env["FORGE_PACKAGE_REPORT"] = reports.string();
+  if (!no_package) {
+    add_autoload_env(c, {lib.string()});
+    c.env["FORGE_PACKAGE_REPORT"] = reports.string();
+  }
   CommandResult r = make_process_runner()->run(c);
   json merged = merge_package_reports(reports);
   std::error_code ec;

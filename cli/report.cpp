@@ -97,6 +97,10 @@ static void print_package(const json& p) {
                 fmt(m["amdahl_bound"], "%.2f").c_str(),
                 past_bound ? " over the whole captured run, set-up included" : "");
   }
+  const json left_out = p.value("left_out", json::object());
+  for (const auto& [name, m] : left_out.items())
+    std::printf("  %s: ran slower with its forged kernels loaded (%s×, every run slower): left out of the package\n",
+                name.c_str(), fmt(m["speedup"], "%.2f").c_str());
 }
 
 void print_build_report(const json& report) {

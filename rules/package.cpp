@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <regex>
+#include <set>
 
 #include "engine/store_json.h"
 #include "rules/compile.h"
@@ -170,6 +171,9 @@ json end_to_end(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt,
               // times include interpreter start-up and vary by tens of percent.
               {"significant", *std::max_element(cmp_forged.begin(), cmp_forged.end()) <
                                   *std::min_element(cmp_stock.begin(), cmp_stock.end())},
+              // Slower, the same way round (and by more than 1%): PackageRule
+              // then leaves this model's kernels out of the package.
+              {"slower", ran_slower(cmp_stock, cmp_forged)},
               {"timing", pattern ? "the model's own figure (models." + m.name +
                                        ".latency), medians of alternating runs"
                                  : std::string("wall time of the whole command, medians of alternating runs")},
@@ -215,8 +219,18 @@ json merge_package_reports(const fs::path& dir) {
   return out;
 }
 
-void PackageRule::apply(BuildContext& ctx) {
-  if (ctx.options.dry_run || ctx.targets.empty()) return;
+bool ran_slower(const std::vector<double>& stock, const std::vector<double>& forged) {
+  if (stock.empty() || forged.empty()) return false;
+  const bool every = *std::min_element(forged.begin(), forged.end()) > *std::max_element(stock.begin(), stock.end());
+  return every && median(forged) > 0 && median(stock) / median(forged) < 0.99;
+}
+
+namespace {
+
+// One round of packaging: the entries of every forged target of a model not
+// in `left_out`, staged and swapped in, then the end-to-end check per model.
+// Returns the models the check found slower with the library loaded.
+std::set<std::string> package_round(BuildContext& ctx, const std::set<std::string>& left_out) {
   const fs::path dir = package_dir(ctx.manifest);
   const fs::path staged = dir.string() + ".new-" + std::to_string(::getpid());
   std::error_code ec;
@@ -227,24 +241,31 @@ void PackageRule::apply(BuildContext& ctx) {
   json entries = json::array();
   std::map<std::string, std::vector<const Target*>> forged_by_model;
   for (const auto& t : ctx.targets) {
-    if (t.kernels.empty()) continue;
+    if (t.kernels.empty() || left_out.count(t.model)) continue;
     json e = package_entry(ctx, t, families, staged / "kernels");
     if (e.is_null()) continue;
     entries.push_back(std::move(e));
     forged_by_model[t.model].push_back(&t);
   }
   if (entries.empty()) {
-    fs::remove_all(staged, ec);
+    const std::string why = left_out.empty()
+                                ? "no accepted kernel yet, so no library (the model runs stock kernels)"
+                                : "every model with a forged kernel ran slower with it loaded, so no library";
     ctx.package = {{"status", "empty"}, {"entries", 0}};
-    ctx.notes.push_back("package: no accepted kernel yet, so no library (the model runs stock kernels)");
-    return;
+    ctx.notes.push_back("package: " + why);
+    // No stale library for `forge run` to load: the folder holds only the reason.
+    fs::remove_all(staged, ec);
+    fs::create_directories(staged);
+    write_file_atomic(staged / kNoPackageFile, why + "\n");
+    swap_in(staged, dir);
+    return {};
   }
   auto rt = ensure_runtime(ctx, /*with_worker=*/true);
   if (!rt || rt->package_lib.empty()) {
     fs::remove_all(staged, ec);
     ctx.failed = true;
     ctx.notes.push_back("package: libforge.so is not built (see the worker's build above)");
-    return;
+    return {};
   }
   const json pkg = {{"version", 1},
                     {"backend", ctx.device.backend},
@@ -275,6 +296,7 @@ void PackageRule::apply(BuildContext& ctx) {
   // End-to-end, per model with a forged target. The verdicts also go to
   // checks.json beside the library, for `forge run` (package_checks).
   json checks = {{"digest", digest}, {"models", json::object()}};
+  std::set<std::string> slower;
   for (const auto& m : ctx.manifest.models) {
     auto it = forged_by_model.find(m.name);
     if (it == forged_by_model.end()) continue;
@@ -307,11 +329,41 @@ void PackageRule::apply(BuildContext& ctx) {
     if (!record_ok(rec))
       ctx.notes.push_back("package: end-to-end check of " + m.name + " failed: " +
                           rec.value("reason", ""));
+    if (rec.value("slower", false)) slower.insert(m.name);
     ctx.package["models"][m.name] = rec;
     checks["models"][m.name] = {{"status", record_ok(rec) ? "ok" : "failed"},
                                 {"reason", rec.value("reason", "")}};
   }
   if (!ctx.options.dry_run) write_file_atomic(dir / "checks.json", checks.dump(2) + "\n");
+  return slower;
+}
+
+}  // namespace
+
+// Packages, then drops the kernels of any model that the end-to-end check
+// found slower with the library loaded (per-call overhead can outweigh
+// kernels that are faster in isolation: PERF.md run I) and packages again,
+// until no checked model is slower. Each round's check is a cached step keyed
+// by the package's digest, so an unchanged manifest reruns nothing.
+void PackageRule::apply(BuildContext& ctx) {
+  if (ctx.options.dry_run || ctx.targets.empty()) return;
+  std::set<std::string> left_out;
+  json dropped = json::object();
+  for (;;) {
+    const std::set<std::string> slower = package_round(ctx, left_out);
+    for (const auto& m : slower) dropped[m] = ctx.package["models"][m];
+    if (slower.empty() || ctx.failed) break;
+    for (const auto& m : slower) {
+      left_out.insert(m);
+      const json& r = dropped[m];
+      char figures[160];
+      std::snprintf(figures, sizeof figures, "%.4g -> %.4g, %.2f×", r.value("stock_latency", r.value("stock_seconds", 0.0)),
+                    r.value("forged_latency", r.value("forged_seconds", 0.0)), r.value("speedup", 0.0));
+      ctx.notes.push_back("package: " + m + " ran slower with its forged kernels loaded (" + figures +
+                          ", every run slower): its kernels are left out of the package");
+    }
+  }
+  if (!left_out.empty()) ctx.package["left_out"] = dropped;
 }
 
 std::optional<std::string> failed_package_check(const Manifest& manifest) {

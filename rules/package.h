@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/build.h"
 
@@ -24,6 +25,14 @@ class PackageRule : public Rule {
 
 // Where `forge package` puts the library: <store>/package.
 std::filesystem::path package_dir(const Manifest& manifest);
+
+// In package_dir instead of a library when the last build packaged nothing:
+// one line saying why (`forge run` then runs the command without forge).
+inline constexpr const char* kNoPackageFile = "none";
+
+// The end-to-end verdict "slower with the library": every forged run slower
+// than every stock run, and the medians more than 1% apart.
+bool ran_slower(const std::vector<double>& stock, const std::vector<double>& forged);
 
 // When the last end-to-end check of the current package failed for a model
 // (<store>/package/checks.json, written by PackageRule): which and why.

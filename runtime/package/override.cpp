@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +34,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <unordered_map>
 
 #include "../worker/op_args.h"
 #include "stock.h"
@@ -116,9 +118,16 @@ struct Entry {
   std::atomic<double> worst_tol{0};
 };
 
+// Calls that went to stock, per (op, call signature) for the report. Keyed by
+// a hash of the call's shape (fallback_key), so a call costs a hash and a
+// lookup; the signature's text is built once, on a key's first call.
+struct Fallback {
+  std::string op, signature;
+  long calls = 0;
+};
 struct Counters {
   std::mutex mu;
-  std::map<std::pair<std::string, std::string>, long> fallback;  // (op, call signature) -> calls
+  std::unordered_map<uint64_t, Fallback> fallback;
   std::vector<std::unique_ptr<Entry>> entries;
 };
 Counters& counters() {
@@ -150,6 +159,46 @@ std::string call_signature(c10::ArrayRef<c10::IValue> args) {
     }
   }
   return o.str();
+}
+
+// A 64-bit FNV-1a hash of what call_signature prints (dtypes, sizes,
+// contiguity, devices, scalar values) and of the op: equal signatures, equal
+// keys; a collision would only merge two lines of the report.
+uint64_t fallback_key(const std::string& op, c10::ArrayRef<c10::IValue> args) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    for (int k = 0; k < 8; ++k, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+  };
+  for (char c : op) mix(static_cast<unsigned char>(c));
+  for (const auto& v : args) {
+    if (v.isTensor() && v.toTensor().defined()) {
+      const at::Tensor& t = v.toTensor();
+      mix(1);
+      mix(static_cast<uint64_t>(t.scalar_type()));
+      mix(static_cast<uint64_t>(t.device().type()) << 8 | static_cast<uint8_t>(t.device().index()));
+      mix(t.is_contiguous());
+      for (int64_t d : t.sizes()) mix(static_cast<uint64_t>(d));
+    } else if (v.isInt()) {
+      mix(2);
+      mix(static_cast<uint64_t>(v.toInt()));
+    } else if (v.isDouble()) {
+      const double d = v.toDouble();
+      uint64_t bits;
+      std::memcpy(&bits, &d, sizeof bits);
+      mix(3);
+      mix(bits);
+    } else if (v.isBool()) {
+      mix(v.toBool() ? 5 : 4);
+    } else if (v.isIntList()) {
+      mix(6);
+      for (int64_t i : v.toIntList()) mix(static_cast<uint64_t>(i));
+    } else if (v.isNone() || v.isTensor()) {
+      mix(7);
+    } else {
+      return h ^ std::hash<std::string>{}(call_signature(c10::ArrayRef<c10::IValue>(&v, 1)));  // rare kinds: exact
+    }
+  }
+  return h;
 }
 
 bool is_vary(const Entry& e, int arg, int dim, size_t* which) {
@@ -339,9 +388,10 @@ class Override : public c10::OperatorKernel {
     std::vector<c10::IValue> a(args.begin(), args.end());
     {
       Counters& c = counters();
-      std::string sig = call_signature(args);
+      const uint64_t key = fallback_key(m_op, args);
       std::lock_guard<std::mutex> lock(c.mu);
-      ++c.fallback[{m_op, sig}];
+      Fallback& f = c.fallback[key];
+      if (f.calls++ == 0) f = Fallback{m_op, call_signature(args), 1};
     }
     trace("stock");
     std::vector<c10::IValue> outs = m_stock(a);
@@ -408,7 +458,9 @@ void write_report() {
                             {"worst_tol", e->worst_tol.load()}});
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    for (const auto& [key, n] : c.fallback)
+    std::map<std::pair<std::string, std::string>, long> sorted;  // a stable report order
+    for (const auto& [key, f] : c.fallback) sorted[{f.op, f.signature}] += f.calls;
+    for (const auto& [key, n] : sorted)
       r["fallback"].push_back({{"op", key.first}, {"signature", key.second}, {"calls", n}});
   }
   std::ofstream(fs::path(dir) / (std::to_string(::getpid()) + ".json")) << r.dump(1) << "\n";

@@ -196,6 +196,62 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   CHECK(code.exit_code == 3);
 }
 
+// A model whose own latency figure is worse whenever the library is loaded
+// (FORGE_LOAD_LIBS set): what per-call overhead does to a host-bound model
+// (PERF.md run I, Gemma-like under eager). Its kernels must leave the package.
+const char* kSlowerApp = R"(import os, time, torch, torch.nn as nn
+torch.manual_seed(0)
+ln = nn.LayerNorm(64)
+x = torch.randn(4, 128, 64)
+with torch.no_grad():
+    t0 = time.perf_counter()
+    for _ in range(3):
+        y = ln(x)
+ms = (time.perf_counter() - t0) * 1e3 + (50.0 if os.environ.get("FORGE_LOAD_LIBS") else 0.0)
+print(float(y.sum()))
+print("took %.4f ms" % ms)
+)";
+
+TEST_CASE("a model slower end to end with its kernels: left out of the package, forge run runs it plainly") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  test::write_text(dir / "app.py", kSlowerApp);
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  app: {run: python app.py, latency: 'took ([0-9.]+) ms', check_runs: 2}\n"
+                   "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\n"
+                   "budget: {iterations: 3}\n");
+  auto build = test::run_forge("--json build", dir.path());
+  INFO(build.out << build.err);
+  REQUIRE(build.exit_code == 0);
+  json r = json::parse(build.out);
+  REQUIRE_MESSAGE(r["targets"][0]["accepted"].get<int>() >= 1, r["targets"].dump());
+  const json& pkg = r["package"];
+  CHECK(pkg["status"] == "empty");
+  REQUIRE(pkg.contains("left_out"));
+  const json& verdict = pkg["left_out"]["app"];
+  CHECK(verdict["slower"] == true);
+  CHECK(verdict["forged_calls"] == 3);  // the check itself ran with the kernel loaded
+  CHECK(verdict["speedup"].get<double>() < 0.99);
+  CHECK(r["notes"].dump().find("left out of the package") != std::string::npos);
+  const fs::path package = dir / ".forge" / "package";
+  CHECK_FALSE(fs::exists(package / "libforge.so"));
+  CHECK(test::read_text(package / "none").find("ran slower") != std::string::npos);
+
+  // forge run: the command runs, without the library, and says why.
+  auto run = test::run_forge("run -- python app.py", dir.path());
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.find("no package: every model with a forged kernel ran slower") != std::string::npos);
+  CHECK(run.out.find("took") != std::string::npos);
+
+  // An unchanged manifest: the same verdict from the cached checks, no rerun.
+  auto again = test::run_forge("--json build", dir.path());
+  REQUIRE(again.exit_code == 0);
+  json r2 = json::parse(again.out);
+  CHECK(r2["steps_run"] == 0);
+  CHECK(r2["package"]["status"] == "empty");
+  CHECK(r2["package"]["left_out"]["app"]["slower"] == true);
+}
+
 TEST_CASE("forge run without a package says to build first") {
   test::TempDir dir;
   test::write_text(dir / "forge.yaml", "models:\n  app: {run: python app.py}\n");
