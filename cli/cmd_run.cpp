@@ -80,7 +80,7 @@ int cmd_run(const Invocation& inv) {
   json merged = merge_package_reports(reports);
   std::error_code ec;
   fs::remove_all(reports, ec);
-  print_calls(merged);
+  if (!no_package) print_calls(merged);
   if (json_report) write_file_atomic(*json_report, merged.dump(2) + "\n");
   if (r.status == CommandResult::Status::FailedToStart)
     throw Error("cannot start '" + c.argv[0] + "': " + r.describe());
