@@ -53,9 +53,9 @@ int cmd_run(const Invocation& inv) {
   if (!fs::exists(lib) && !no_package)
     throw Error("no package at " + lib.string() + ": run `forge build` first (it packages the accepted kernels)");
   // The last build decided on no library (e.g. every forged kernel made its
-  // model slower end to end): the command runs as it would without forge.
+  // model slower end to end): the command runs with no forge library loaded.
   if (no_package)
-    std::fprintf(stderr, "forge: no package: %s; running the command without forge\n",
+    std::fprintf(stderr, "forge: no package: %s; running the command without it\n",
                  none.substr(0, none.find('\n')).c_str());
   // A package whose end-to-end check failed (a model crashed or its outputs
   // differed with the library loaded) is not loaded into the user's program.
@@ -70,7 +70,8 @@ int cmd_run(const Invocation& inv) {
   c.inherit_stdio = true;
   c.cwd = inv.dir;  // -C DIR: as if started in DIR (the manifest's folder)
   // The torch the package was built against comes first (libforge.so is bound
-  // to its ABI), as for the model commands forge runs itself.
+  // to its ABI), as for the model commands forge runs itself; with no package
+  // too, so the command runs with the Python its check ran with.
   c.env["PATH"] = forge_path_env();
   if (!no_package) {
     add_autoload_env(c, {lib.string()});

@@ -65,7 +65,13 @@ void print_targets_table(const json& targets) {
 }
 
 static void print_package(const json& p) {
-  if (!p.is_object() || p.value("status", "") != "ok") return;
+  if (!p.is_object()) return;
+  const json left_out = p.value("left_out", json::object());
+  for (const auto& [name, m] : left_out.items())
+    std::printf("package: %s ran slower with its forged kernels loaded (%s×, every run slower): "
+                "they are left out\n",
+                name.c_str(), fmt(m["speedup"], "%.2f").c_str());
+  if (p.value("status", "") != "ok") return;
   std::printf("package: %s (%d forged target(s)); run your program with `forge run -- CMD`\n",
               p.value("library", "").c_str(), p.value("entries", 0));
   const json models = p.value("models", json::object());  // items() must not outlive it
@@ -97,10 +103,6 @@ static void print_package(const json& p) {
                 fmt(m["amdahl_bound"], "%.2f").c_str(),
                 past_bound ? " over the whole captured run, set-up included" : "");
   }
-  const json left_out = p.value("left_out", json::object());
-  for (const auto& [name, m] : left_out.items())
-    std::printf("  %s: ran slower with its forged kernels loaded (%s×, every run slower): left out of the package\n",
-                name.c_str(), fmt(m["speedup"], "%.2f").c_str());
 }
 
 void print_build_report(const json& report) {

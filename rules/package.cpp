@@ -171,9 +171,10 @@ json end_to_end(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt,
               // times include interpreter start-up and vary by tens of percent.
               {"significant", *std::max_element(cmp_forged.begin(), cmp_forged.end()) <
                                   *std::min_element(cmp_stock.begin(), cmp_stock.end())},
-              // Slower, the same way round (and by more than 1%): PackageRule
-              // then leaves this model's kernels out of the package.
-              {"slower", ran_slower(cmp_stock, cmp_forged)},
+              // The compared figures themselves: PackageRule judges "slower"
+              // from them (ran_slower) each build, not once with this record.
+              {"compared_stock", cmp_stock},
+              {"compared_forged", cmp_forged},
               {"timing", pattern ? "the model's own figure (models." + m.name +
                                        ".latency), medians of alternating runs"
                                  : std::string("wall time of the whole command, medians of alternating runs")},
@@ -220,19 +221,42 @@ json merge_package_reports(const fs::path& dir) {
 }
 
 bool ran_slower(const std::vector<double>& stock, const std::vector<double>& forged) {
-  if (stock.empty() || forged.empty()) return false;
+  if (stock.size() < kMinSlowerRuns || forged.size() < kMinSlowerRuns) return false;
   const bool every = *std::min_element(forged.begin(), forged.end()) > *std::max_element(stock.begin(), stock.end());
   return every && median(forged) > 0 && median(stock) / median(forged) < 0.99;
 }
 
 namespace {
 
-// One round of packaging: the entries of every forged target of a model not
-// in `left_out`, staged and swapped in, then the end-to-end check per model.
-// Returns the models the check found slower with the library loaded.
-std::set<std::string> package_round(BuildContext& ctx, const std::set<std::string>& left_out) {
+// The verdict from a check record's compared runs, judged now (not cached
+// with the record, so a change of rule applies to old records too).
+bool record_slower(const json& rec) {
+  auto runs = [&](const char* key) {
+    std::vector<double> v;
+    for (const auto& x : rec.value(key, json::array()))
+      if (x.is_number()) v.push_back(x.get<double>());
+    return v;
+  };
+  return record_ok(rec) && ran_slower(runs("compared_stock"), runs("compared_forged"));
+}
+
+// One round: the package of every forged target of a model not left out,
+// written into `staged` (or, when the package in `dir` is this very one, left
+// there), and the end-to-end check of every model it can touch: those with a
+// forged target, and the left-out ones (other models' kernels may override
+// the same ops).
+struct Round {
+  bool empty = true;
+  std::string digest;
+  fs::path lib;  // the library the checks ran with
+  json checks = json::object();
+  std::set<std::string> slower;  // checked models found slower, left-out ones included
+  bool failed = false;           // a check of this round failed
+};
+
+Round package_round(BuildContext& ctx, const std::set<std::string>& left_out, const fs::path& staged) {
+  Round round;
   const fs::path dir = package_dir(ctx.manifest);
-  const fs::path staged = dir.string() + ".new-" + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(staged, ec);
   fs::create_directories(staged / "kernels");
@@ -247,25 +271,13 @@ std::set<std::string> package_round(BuildContext& ctx, const std::set<std::strin
     entries.push_back(std::move(e));
     forged_by_model[t.model].push_back(&t);
   }
-  if (entries.empty()) {
-    const std::string why = left_out.empty()
-                                ? "no accepted kernel yet, so no library (the model runs stock kernels)"
-                                : "every model with a forged kernel ran slower with it loaded, so no library";
-    ctx.package = {{"status", "empty"}, {"entries", 0}};
-    ctx.notes.push_back("package: " + why);
-    // No stale library for `forge run` to load: the folder holds only the reason.
-    fs::remove_all(staged, ec);
-    fs::create_directories(staged);
-    write_file_atomic(staged / kNoPackageFile, why + "\n");
-    swap_in(staged, dir);
-    return {};
-  }
+  if (entries.empty()) return round;
+  round.empty = false;
   auto rt = ensure_runtime(ctx, /*with_worker=*/true);
   if (!rt || rt->package_lib.empty()) {
-    fs::remove_all(staged, ec);
-    ctx.failed = true;
+    ctx.failed = round.failed = true;
     ctx.notes.push_back("package: libforge.so is not built (see the worker's build above)");
-    return {};
+    return round;
   }
   const json pkg = {{"version", 1},
                     {"backend", ctx.device.backend},
@@ -275,42 +287,43 @@ std::set<std::string> package_round(BuildContext& ctx, const std::set<std::strin
   std::string compile_py;
   read_file(fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload" / "forge_autoload" / "compile.py", &compile_py);
   h.add("package", pkg.dump()).add("lib", rt->worker_digest).add("compile_py", compile_py);
-  const std::string digest = h.hex();
-  // An unchanged package is left in place (a running `forge run` keeps its files).
+  round.digest = h.hex();
+  // An unchanged package is left in place (a running `forge run` keeps its
+  // files); any other is checked where it is staged, and swapped in once,
+  // after the last round (PackageRule::apply).
   std::string current;
-  if (read_file(dir / "digest", &current) && current == digest) {
-    fs::remove_all(staged, ec);
+  if (read_file(dir / "digest", &current) && current == round.digest) {
+    round.lib = dir / "libforge.so";
   } else {
     fs::copy_file(rt->package_lib, staged / "libforge.so", fs::copy_options::overwrite_existing);
     // For programs that load the library themselves: `import forge_compile` (docs/PACKAGE.md).
     fs::copy_file(fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload" / "forge_autoload" / "compile.py",
                   staged / "forge_compile.py", fs::copy_options::overwrite_existing);
     write_file_atomic(staged / "package.json", pkg.dump(2) + "\n");
-    write_file_atomic(staged / "digest", digest);
-    swap_in(staged, dir);
+    write_file_atomic(staged / "digest", round.digest);
+    round.lib = staged / "libforge.so";
   }
-  const fs::path lib = dir / "libforge.so";
-  ctx.package = {{"status", "ok"}, {"library", lib.string()}, {"entries", entries.size()},
-                 {"digest", digest}, {"models", json::object()}};
+  ctx.package = {{"status", "ok"}, {"library", (dir / "libforge.so").string()}, {"entries", entries.size()},
+                 {"digest", round.digest}, {"models", json::object()}};
 
-  // End-to-end, per model with a forged target. The verdicts also go to
-  // checks.json beside the library, for `forge run` (package_checks).
-  json checks = {{"digest", digest}, {"models", json::object()}};
-  std::set<std::string> slower;
+  // End to end, per model. The verdicts also go to checks.json beside the
+  // library, for `forge run` (failed_package_check).
+  round.checks = {{"digest", round.digest}, {"models", json::object()}};
   for (const auto& m : ctx.manifest.models) {
     auto it = forged_by_model.find(m.name);
-    if (it == forged_by_model.end()) continue;
+    if (it == forged_by_model.end() && !left_out.count(m.name)) continue;
     // Amdahl from capture: the bound if each forged op ran at its measured speedup.
     double saved = 0;
-    for (const Target* t : it->second)
-      if (t->best_speedup_eager && *t->best_speedup_eager > 0)
-        saved += t->share * (1 - 1 / *t->best_speedup_eager);
+    if (it != forged_by_model.end())
+      for (const Target* t : it->second)
+        if (t->best_speedup_eager && *t->best_speedup_eager > 0)
+          saved += t->share * (1 - 1 / *t->best_speedup_eager);
     const int runs = m.check_runs;
     StepSpec spec;
     spec.kind = "e2e";
     spec.label = m.name;
     spec.name = "e2e/" + m.name;
-    spec.inputs = {{"package", digest},
+    spec.inputs = {{"package", round.digest},
                    {"command", m.run.empty() ? "torchscript" : m.run},
                    // Relative to forge.yaml: clones in other places share through a cache.
                    {"workdir", fs::relative(m.workdir, ctx.manifest.dir).generic_string()},
@@ -320,49 +333,90 @@ std::set<std::string> package_round(BuildContext& ctx, const std::set<std::strin
                    {"toolchain", ctx.toolchain.fingerprint()},
                    {"runs", std::to_string(runs)}};
     spec.cache_failures = true;
+    const fs::path lib = round.lib;
     spec.run = [&ctx, &m, &rt, lib, runs] { return end_to_end(ctx, m, *rt, lib, runs); };
     auto outcome = ctx.step(spec, m.name);
     if (!outcome) continue;
     json rec = outcome->record;
     rec["amdahl_bound"] = saved < 1 ? 1 / (1 - saved) : 0.0;
-    if (!record_ok(rec)) ctx.failed = true;
-    if (!record_ok(rec))
-      ctx.notes.push_back("package: end-to-end check of " + m.name + " failed: " +
-                          rec.value("reason", ""));
-    if (rec.value("slower", false)) slower.insert(m.name);
+    rec["slower"] = record_slower(rec);
+    if (!record_ok(rec)) {
+      ctx.failed = round.failed = true;
+      ctx.notes.push_back("package: end-to-end check of " + m.name + " failed: " + rec.value("reason", ""));
+    }
+    if (rec["slower"].get<bool>()) round.slower.insert(m.name);
     ctx.package["models"][m.name] = rec;
-    checks["models"][m.name] = {{"status", record_ok(rec) ? "ok" : "failed"},
-                                {"reason", rec.value("reason", "")}};
+    round.checks["models"][m.name] = {{"status", record_ok(rec) ? "ok" : "failed"},
+                                      {"reason", rec.value("reason", "")}};
   }
-  if (!ctx.options.dry_run) write_file_atomic(dir / "checks.json", checks.dump(2) + "\n");
-  return slower;
+  return round;
+}
+
+std::string slower_figures(const json& r) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%.4g -> %.4g, %.2f×", r.value("stock_latency", r.value("stock_seconds", 0.0)),
+                r.value("forged_latency", r.value("forged_seconds", 0.0)), r.value("speedup", 0.0));
+  return buf;
 }
 
 }  // namespace
 
-// Packages, then drops the kernels of any model that the end-to-end check
-// found slower with the library loaded (per-call overhead can outweigh
-// kernels that are faster in isolation: PERF.md run I) and packages again,
-// until no checked model is slower. Each round's check is a cached step keyed
-// by the package's digest, so an unchanged manifest reruns nothing.
+// Packages, then leaves out the kernels of any model that the end-to-end
+// check found slower with the library loaded (per-call overhead, or kernels
+// faster only in isolation: PERF.md run I) and packages again, until no model
+// that still has kernels is slower. Every round is staged and checked beside
+// the package in use, which is replaced once, at the end, and only when it
+// changed. Each check is a cached step keyed by the package's digest, so an
+// unchanged manifest reruns nothing.
 void PackageRule::apply(BuildContext& ctx) {
   if (ctx.options.dry_run || ctx.targets.empty()) return;
+  const fs::path dir = package_dir(ctx.manifest);
+  const fs::path staged = dir.string() + ".new-" + std::to_string(::getpid());
+  std::error_code ec;
   std::set<std::string> left_out;
   json dropped = json::object();
+  Round round;
   for (;;) {
-    const std::set<std::string> slower = package_round(ctx, left_out);
-    for (const auto& m : slower) dropped[m] = ctx.package["models"][m];
-    if (slower.empty() || ctx.failed) break;
-    for (const auto& m : slower) {
+    round = package_round(ctx, left_out, staged);
+    if (round.empty || round.failed || ctx.stopped || ctx.options.dry_run) break;
+    std::set<std::string> newly;
+    for (const auto& m : round.slower)
+      if (!left_out.count(m)) newly.insert(m);
+    if (newly.empty()) break;
+    for (const auto& m : newly) {
+      dropped[m] = ctx.package["models"][m];
       left_out.insert(m);
-      const json& r = dropped[m];
-      char figures[160];
-      std::snprintf(figures, sizeof figures, "%.4g -> %.4g, %.2f×", r.value("stock_latency", r.value("stock_seconds", 0.0)),
-                    r.value("forged_latency", r.value("forged_seconds", 0.0)), r.value("speedup", 0.0));
-      ctx.notes.push_back("package: " + m + " ran slower with its forged kernels loaded (" + figures +
-                          ", every run slower): its kernels are left out of the package");
+      ctx.notes.push_back("package: " + m + " ran slower with its forged kernels loaded (" +
+                          slower_figures(dropped[m]) + ", every run slower): its kernels are left out of the package");
     }
   }
+  for (const auto& m : round.slower)
+    if (left_out.count(m) && !round.empty)
+      ctx.notes.push_back("package: " + m + " still ran slower with the package (" +
+                          slower_figures(ctx.package["models"][m]) +
+                          "): other models' kernels override ops it calls");
+  if (round.empty) {
+    const std::string why = left_out.empty()
+                                ? "no accepted kernel yet, so no library (the model runs stock kernels)"
+                                : "every model with a forged kernel ran slower with it loaded, so no library";
+    ctx.package = {{"status", "empty"}, {"entries", 0}};
+    ctx.notes.push_back("package: " + why);
+    // No stale library for `forge run` to load: the folder holds only the reason.
+    std::string current;
+    if (!(read_file(dir / kNoPackageFile, &current) && current == why + "\n") && !ctx.stopped) {
+      fs::remove_all(staged, ec);
+      fs::create_directories(staged);
+      write_file_atomic(staged / kNoPackageFile, why + "\n");
+      swap_in(staged, dir);
+    }
+  } else if (!round.lib.empty() && !ctx.stopped && !ctx.options.dry_run) {
+    // The checked package goes in (unless it is the one already there) with
+    // its verdicts; `forge run` refuses one whose check failed. An
+    // interrupted build leaves the folder as it was.
+    if (round.lib.parent_path() == staged) swap_in(staged, dir);
+    write_file_atomic(dir / "checks.json", round.checks.dump(2) + "\n");
+  }
+  fs::remove_all(staged, ec);
   if (!left_out.empty()) ctx.package["left_out"] = dropped;
 }
 

@@ -30,8 +30,10 @@ std::filesystem::path package_dir(const Manifest& manifest);
 // one line saying why (`forge run` then runs the command without forge).
 inline constexpr const char* kNoPackageFile = "none";
 
-// The end-to-end verdict "slower with the library": every forged run slower
-// than every stock run, and the medians more than 1% apart.
+// The end-to-end verdict "slower with the library": at least kMinSlowerRuns
+// runs each way (with 2, chance alone gives it one time in 6), every forged
+// run slower than every stock run, and the medians more than 1% apart.
+inline constexpr size_t kMinSlowerRuns = 3;
 bool ran_slower(const std::vector<double>& stock, const std::vector<double>& forged);
 
 // When the last end-to-end check of the current package failed for a model

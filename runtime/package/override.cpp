@@ -162,43 +162,56 @@ std::string call_signature(c10::ArrayRef<c10::IValue> args) {
 }
 
 // A 64-bit FNV-1a hash of what call_signature prints (dtypes, sizes,
-// contiguity, devices, scalar values) and of the op: equal signatures, equal
-// keys; a collision would only merge two lines of the report.
-uint64_t fallback_key(const std::string& op, c10::ArrayRef<c10::IValue> args) {
+// contiguity, devices, scalar values), each argument's kind and length mixed
+// in first so neighbouring arguments cannot run together; `seed` hashes the
+// op. Equal signatures give equal keys; a collision of different ones (2^-64
+// per pair) would only merge two lines of the report.
+struct Fnv {
   uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](uint64_t v) {
+  void mix(uint64_t v) {
     for (int k = 0; k < 8; ++k, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
-  };
-  for (char c : op) mix(static_cast<unsigned char>(c));
+  }
+};
+uint64_t op_seed(const std::string& op) {
+  Fnv f;
+  for (char c : op) f.mix(static_cast<unsigned char>(c));
+  return f.h;
+}
+uint64_t fallback_key(uint64_t seed, c10::ArrayRef<c10::IValue> args) {
+  Fnv f{seed};
   for (const auto& v : args) {
     if (v.isTensor() && v.toTensor().defined()) {
       const at::Tensor& t = v.toTensor();
-      mix(1);
-      mix(static_cast<uint64_t>(t.scalar_type()));
-      mix(static_cast<uint64_t>(t.device().type()) << 8 | static_cast<uint8_t>(t.device().index()));
-      mix(t.is_contiguous());
-      for (int64_t d : t.sizes()) mix(static_cast<uint64_t>(d));
+      f.mix(1);
+      f.mix(static_cast<uint64_t>(t.dim()));
+      f.mix(static_cast<uint64_t>(t.scalar_type()));
+      f.mix(static_cast<uint64_t>(t.device().type()) << 8 | static_cast<uint8_t>(t.device().index()));
+      f.mix(t.is_contiguous());
+      for (int64_t d : t.sizes()) f.mix(static_cast<uint64_t>(d));
     } else if (v.isInt()) {
-      mix(2);
-      mix(static_cast<uint64_t>(v.toInt()));
+      f.mix(2);
+      f.mix(static_cast<uint64_t>(v.toInt()));
     } else if (v.isDouble()) {
       const double d = v.toDouble();
       uint64_t bits;
       std::memcpy(&bits, &d, sizeof bits);
-      mix(3);
-      mix(bits);
+      f.mix(3);
+      f.mix(bits);
     } else if (v.isBool()) {
-      mix(v.toBool() ? 5 : 4);
+      f.mix(v.toBool() ? 5 : 4);
     } else if (v.isIntList()) {
-      mix(6);
-      for (int64_t i : v.toIntList()) mix(static_cast<uint64_t>(i));
+      const auto list = v.toIntList();
+      f.mix(6);
+      f.mix(list.size());
+      for (int64_t i : list) f.mix(static_cast<uint64_t>(i));
     } else if (v.isNone() || v.isTensor()) {
-      mix(7);
-    } else {
-      return h ^ std::hash<std::string>{}(call_signature(c10::ArrayRef<c10::IValue>(&v, 1)));  // rare kinds: exact
+      f.mix(7);
+    } else {  // kinds today's ops do not take: their printed form (rare, slower)
+      f.mix(8);
+      f.mix(std::hash<std::string>{}(call_signature(c10::ArrayRef<c10::IValue>(&v, 1))));
     }
   }
-  return h;
+  return f.h;
 }
 
 bool is_vary(const Entry& e, int arg, int dim, size_t* which) {
@@ -361,7 +374,7 @@ void check_against_stock(Entry& e, const std::vector<at::Tensor>& outs,
 class Override : public c10::OperatorKernel {
  public:
   Override(std::string op, StockFn stock, std::vector<Entry*> entries)
-      : m_op(std::move(op)), m_stock(stock), m_entries(std::move(entries)),
+      : m_op(std::move(op)), m_seed(op_seed(m_op)), m_stock(stock), m_entries(std::move(entries)),
         m_check(std::getenv("FORGE_PACKAGE_CHECK") && std::string(std::getenv("FORGE_PACKAGE_CHECK")) == "1") {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
@@ -388,10 +401,14 @@ class Override : public c10::OperatorKernel {
     std::vector<c10::IValue> a(args.begin(), args.end());
     {
       Counters& c = counters();
-      const uint64_t key = fallback_key(m_op, args);
+      const uint64_t key = fallback_key(m_seed, args);
       std::lock_guard<std::mutex> lock(c.mu);
       Fallback& f = c.fallback[key];
-      if (f.calls++ == 0) f = Fallback{m_op, call_signature(args), 1};
+      if (f.calls == 0) {  // a signature's first call: its text, once
+        f.op = m_op;
+        f.signature = call_signature(args);
+      }
+      ++f.calls;
     }
     trace("stock");
     std::vector<c10::IValue> outs = m_stock(a);
@@ -402,6 +419,7 @@ class Override : public c10::OperatorKernel {
 
  private:
   std::string m_op;
+  uint64_t m_seed;  // fallback_key's hash of m_op
   StockFn m_stock;
   std::vector<Entry*> m_entries;
   bool m_check;
