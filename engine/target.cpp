@@ -92,6 +92,7 @@ nlohmann::json target_json(const Target& t) {
           {"outcomes", t.outcomes},
           {"stage_seconds", t.stage_seconds},
           {"best_speedup_eager", opt(t.best_speedup_eager)},
+          {"best_hot_speedup_eager", opt(t.best_hot_speedup_eager)},
           {"best_speedup_compile", opt(t.best_speedup_compile)},
           {"floor_pct", opt(t.floor_pct)},
           {"compile_us", opt(t.compile_us)},

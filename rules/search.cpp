@@ -227,6 +227,7 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   t.iterations = tree.completed();
   t.tree_depth = 0;
   t.best_iteration.reset();
+  t.best_hot_speedup_eager.reset();
   t.verified = t.accepted = 0;
   t.outcomes.clear();
   t.kernels.clear();
@@ -269,6 +270,8 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
     const json& bench = rec.value("bench", json::object());
     if (bench.contains("floor_pct") && bench["floor_pct"].is_number())
       t.floor_pct = bench["floor_pct"].get<double>();
+    const json hot = bench.value("hot", json::object()).value("speedup_eager", json());
+    if (hot.is_number()) t.best_hot_speedup_eager = hot.get<double>();
     t.best_proposer = best->action.kind == "llm" ? "llm" : "strategy";
     t.best_strategy = (best->action.kind == "llm" ? std::string("llm") : best->action.strategy) +
                       " " + best->action.params.dump();

@@ -103,6 +103,9 @@ TEST_CASE("every CPU cheat is rejected with its reason; the honest softmax is ac
     if (std::string(e.verdict) == "accepted") {
       CHECK(rec["bench"]["candidate_us"]["median"].get<double>() > 0);
       CHECK(rec["bench"]["eager_us"]["median"].get<double>() > 0);
+      // Hot-input figures beside the cold ones (reported, not judged).
+      CHECK(rec["bench"]["hot"]["candidate_us"]["median"].get<double>() > 0);
+      CHECK(rec["bench"]["hot"]["speedup_eager"].get<double>() > 0);
       CHECK(rec["verify"]["cases"].get<int>() > 1);
     }
   }

@@ -102,6 +102,7 @@ TEST_CASE("every CUDA cheat is rejected with its reason; the honest softmax is a
     if (std::string(e.verdict) == "accepted") {
       CHECK(rec["bench"]["timing"] == "cuda_events");
       CHECK(rec["bench"]["candidate_us"]["median"].get<double>() > 0);
+      CHECK(rec["bench"]["hot"]["speedup_eager"].get<double>() > 0);  // hot inputs, reported
     }
   }
 }
