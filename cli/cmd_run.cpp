@@ -48,9 +48,10 @@ int cmd_run(const Invocation& inv) {
   if (i + 1 >= inv.args.size()) throw UsageError("run needs a command after --: forge run -- python app.py");
   Manifest m = load_manifest(inv.dir / "forge.yaml");
   const fs::path lib = package_dir(m) / "libforge.so";
+  const bool have_lib = fs::exists(lib);
   std::string none;
-  const bool no_package = !fs::exists(lib) && read_file(package_dir(m) / kNoPackageFile, &none);
-  if (!fs::exists(lib) && !no_package)
+  const bool no_package = !have_lib && read_file(package_dir(m) / kNoPackageFile, &none);
+  if (!have_lib && !no_package)
     throw Error("no package at " + lib.string() + ": run `forge build` first (it packages the accepted kernels)");
   // The last build decided on no library (e.g. every forged kernel made its
   // model slower end to end): the command runs with no forge library loaded.

@@ -742,39 +742,29 @@ class TorchEvaluator final : public Evaluator {
       if (!spec.cuda && at::get_num_threads() > 1)
         at::parallel_for(0, at::get_num_threads(), 1, [](int64_t, int64_t) {});
     };
+    // One round on copy k: both contestants, the first alternating with n so
+    // drift (and the flush's tail) hits both alike; `cold`: a flush before each.
+    auto round = [&](int n, int k, bool cold, std::vector<double>& c, std::vector<double>& e) {
+      for (int which = 0; which < 2; ++which) {
+        if (cold) flush();
+        if ((which == 0) == (n % 2 == 0)) c.push_back(time_cand(k));
+        else e.push_back(time_stock(k));
+      }
+    };
     std::vector<double> tc, te;
     auto t0 = std::chrono::steady_clock::now();
     for (int n = 0;; ++n) {
       double elapsed = seconds_since(t0);
       if ((n >= reps && elapsed >= min_seconds) || elapsed >= max_seconds || n >= 1000000) break;
-      int k = n % copies;
-      // Alternate which goes first, so drift and the flush's tail hit both alike.
-      if (n % 2 == 0) {
-        flush();
-        tc.push_back(time_cand(k));
-        flush();
-        te.push_back(time_stock(k));
-      } else {
-        flush();
-        te.push_back(time_stock(k));
-        flush();
-        tc.push_back(time_cand(k));
-      }
+      round(n, n % copies, /*cold=*/true, tc, te);
     }
     // Hot inputs: one copy back to back, no flush, as in a model, where the
     // previous op just wrote the input. Reported beside the cold figures, not
     // judged: PERF.md run I found kernels faster cold that cost a model time.
     std::vector<double> hc, he;
     const auto t_hot = std::chrono::steady_clock::now();
-    for (int n = 0; n < std::max(6, reps / 3) && seconds_since(t_hot) < max_seconds / 4; ++n) {
-      if (n % 2 == 0) {
-        hc.push_back(time_cand(0));
-        he.push_back(time_stock(0));
-      } else {
-        he.push_back(time_stock(0));
-        hc.push_back(time_cand(0));
-      }
-    }
+    for (int n = 0; n < std::max(6, reps / 3) && seconds_since(t_hot) < max_seconds / 4; ++n)
+      round(n, 0, /*cold=*/false, hc, he);
     err = dev.check_error(&sticky);
     if (sticky) die_cuda_error("sticky CUDA error " + err + " during the benchmark");
     if (!err.empty()) return Failure{"kernel_error", "CUDA error " + err + " during the benchmark"};
