@@ -2,7 +2,10 @@
 steady-state time per iteration, so a plain run, a captured run and a run
 under `forge run` compare (bench/gpu/e2e.py reads the last line).
 BENCH_COMPILE=MODE runs the model under torch.compile(mode=MODE) (compiled
-during warm-up); BENCH_ITERS sets the timed iterations (default 5)."""
+during warm-up); BENCH_ITERS sets the timed iterations (default 5).
+BENCH_PROFILE=FILE then runs 3 more iterations under torch.profiler and
+writes per-name host and device time to FILE (bench/gpu/profile_e2e.py)."""
+import json
 import os
 import time
 
@@ -27,7 +30,40 @@ def run(name, fn, warmup=2, iters=None):
             out = fn()
         torch.cuda.synchronize()
     ms = (time.perf_counter() - t0) / iters * 1e3
+    if os.environ.get("BENCH_PROFILE"):
+        profile(fn, os.environ["BENCH_PROFILE"])
     # A checksum of the last output, so runs with and without forge compare.
     t = out if torch.is_tensor(out) else getattr(out, "logits", None)
     check = float(t.float().abs().mean()) if torch.is_tensor(t) else float("nan")
     print(f"{name}: {ms:.2f} ms/iter (checksum {check:.6g})")
+
+
+def profile(fn, path, iters=3):
+    """Per name (ATen op or GPU kernel): calls, self host µs and self device
+    µs per iteration, and the iteration's wall and device-busy µs, so a run
+    with forge's package and one without compare op by op."""
+    from torch.profiler import ProfilerActivity, profile as prof
+
+    with torch.no_grad(), prof(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - t0) / iters * 1e6
+    rows = []
+    for e in p.key_averages():
+        dev = getattr(e, "self_device_time_total", None)
+        if dev is None:
+            dev = getattr(e, "self_cuda_time_total", 0.0)
+        rows.append({"name": e.key, "calls": e.count / iters, "host_us": e.self_cpu_time_total / iters,
+                     "device_us": dev / iters})
+    # Device busy time: the union of kernel and memcpy intervals on the GPU.
+    spans = sorted((k.time_range.start, k.time_range.end) for k in p.events()
+                   if str(getattr(k, "device_type", "")).endswith("CUDA") and k.time_range.end > k.time_range.start)
+    busy, end = 0.0, float("-inf")
+    for a, b in spans:
+        if b > end:
+            busy += b - max(a, end)
+            end = b
+    json.dump({"iters": iters, "wall_us": wall, "device_busy_us": busy / iters, "rows": rows}, open(path, "w"), indent=1)
