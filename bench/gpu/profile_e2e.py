@@ -3,10 +3,11 @@ script run plain and under `forge run`, each timed as in e2e.py and then
 profiled for 3 iterations (bench/models/_timing.py, BENCH_PROFILE). Prints
 per iteration the wall and device-busy time of both, then the names (ATen ops
 and GPU kernels) whose host or device time differs most, and writes
-$OUT/profile-<model>.json.
-  python3 bench/gpu/profile_e2e.py FORGE_BINARY MODEL [PAIRS]
+$OUT/profile-<model>-<ITERS>.json.
+  python3 bench/gpu/profile_e2e.py FORGE_BINARY MODEL [PAIRS] [ITERS]
 PAIRS (default 1): alternating plain/forged processes; per-name figures are
-the medians over them."""
+the medians over them. ITERS (default 20): timed iterations per process (the
+build's own check times the scripts' default, 5)."""
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import sys
 
 forge, model = sys.argv[1], sys.argv[2]
 pairs = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+iters = sys.argv[4] if len(sys.argv) > 4 else "20"
 root = os.path.dirname(os.path.abspath(__file__))
 manifest_dir = os.path.join(root, "campaign", model)
 script = re.search(r"run: python ([\w./-]+\.py)", open(os.path.join(manifest_dir, "forge.yaml")).read()).group(1)
@@ -25,8 +27,8 @@ os.makedirs(out_dir, exist_ok=True)
 
 
 def one(forged, k):
-    path = os.path.join(out_dir, f"profile-{model}-{'forge' if forged else 'plain'}-{k}.json")
-    env = dict(os.environ, BENCH_ITERS="20", BENCH_PROFILE=path)
+    path = os.path.join(out_dir, f"profile-{model}-{iters}-{'forge' if forged else 'plain'}-{k}.json")
+    env = dict(os.environ, BENCH_ITERS=iters, BENCH_PROFILE=path)
     cmd = ["python", os.path.join(models_dir, script)]
     if forged:
         report = os.path.join(out_dir, f"profile-{model}-report.json")
@@ -80,13 +82,15 @@ summary = {k: {"ms_timed": med(rs, lambda r: r["ms"]), "wall_us_profiled": med(r
            for k, rs in runs.items()}
 summary["forge"]["forged_calls"] = [r.get("forged_calls") for r in runs["forge"]]
 summary["forge"]["stock_calls"] = [r.get("stock_calls") for r in runs["forge"]]
-json.dump({"model": model, "pairs": pairs, "summary": summary, "diff": diff, "runs": runs},
-          open(os.path.join(out_dir, f"profile-{model}.json"), "w"), indent=1)
+json.dump({"model": model, "pairs": pairs, "iters": int(iters), "summary": summary, "diff": diff, "runs": runs},
+          open(os.path.join(out_dir, f"profile-{model}-{iters}.json"), "w"), indent=1)
 
+print(f"{model}, {pairs} pair(s), {iters} timed iterations per process")
 print(f"{'per iteration':26s} {'plain':>10s} {'forge':>10s}")
 for key, label in (("ms_timed", "timed ms/iter"), ("wall_us_profiled", "profiled wall µs"),
                    ("device_busy_us", "device busy µs")):
     print(f"{label:26s} {summary['plain'][key]:10.1f} {summary['forge'][key]:10.1f}")
+print("timed ms/iter, in run order: " + ", ".join(f"plain {a['ms']} forge {b['ms']}" for a, b in zip(runs["plain"], runs["forge"])))
 print(f"checksums plain {summary['plain']['checksums']} forge {summary['forge']['checksums']}; "
       f"forged calls {summary['forge']['forged_calls']}, stock calls {summary['forge']['stock_calls']} (whole runs)")
 for field, label in (("d_device_us", "device"), ("d_host_us", "host")):
