@@ -35,7 +35,7 @@ build: build/build.ninja
 
 demo: build
 	build/forge -C examples/tiny build
-	build/forge -C examples/tiny run -- python transformer.py
+	build/forge -C examples/tiny run -- env OMP_NUM_THREADS=1 python transformer.py
 
 # The GUI's browser test drives Debian's chromium with playwright-core (gui/);
 # without it (offline), that one test is skipped, visibly.

@@ -21,10 +21,16 @@ namespace {
 
 void print_calls(const json& merged) {
   std::fprintf(stderr, "forge run: %-40s %9s %9s  %s\n", "target", "forged", "errors", "signature");
-  for (const auto& e : merged["entries"])
+  for (const auto& e : merged["entries"]) {
     std::fprintf(stderr, "forge run: %-40s %9ld %9ld  %s\n", e.value("target", "").c_str(),
                  e.value("forged", 0L), e.value("kernel_errors", 0L),
                  e.value("signature", "").c_str());
+    if (long n = e.value("more_threads", 0L))
+      std::fprintf(stderr,
+                   "forge run: %-40s %9s %9s  to stock %ld×: the process gave torch more intra-op threads than "
+                   "the %d this single-threaded kernel beat (OMP_NUM_THREADS / torch.set_num_threads)\n",
+                   "", "-", "-", n, e.value("stock_threads", 0));
+  }
   for (const auto& f : merged["fallback"])
     std::fprintf(stderr, "forge run: %-40s %9s %9s  fell back %ld× (%s)\n",
                  f.value("op", "").c_str(), "-", "-", f.value("calls", 0L),

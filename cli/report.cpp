@@ -102,6 +102,10 @@ static void print_package(const json& p) {
                 m.value("significant", false) ? "every forged run faster" : "within run-to-run noise",
                 fmt(m["amdahl_bound"], "%.2f").c_str(),
                 past_bound ? " over the whole captured run, set-up included" : "");
+    if (long n = m.value("more_threads_calls", 0L))
+      std::printf("    %ld of the fallbacks matched a CPU kernel's signature: the model ran torch with more "
+                  "intra-op threads than the stock kernel had when this single-threaded kernel beat it\n",
+                  n);
   }
 }
 

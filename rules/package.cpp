@@ -59,7 +59,7 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
   }
   const json& sf = family->spec.value("signature_family", json::object());
   const auto dot = t.op.find('.');
-  return {{"target", t.id},
+  json entry = {{"target", t.id},
           {"op", "aten::" + t.op.substr(0, dot)},
           {"overload", dot == std::string::npos ? "" : t.op.substr(dot + 1)},
           {"signature", t.signature},
@@ -78,6 +78,12 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
           // Compiled graphs call the forged kernel only where it beat Inductor
           // (runtime/autoload/forge_autoload/compile.py reads this).
           {"under_compile", t.under_compile.empty() ? "inductor" : t.under_compile}};
+  // CPU kernels are single-threaded and were timed against stock running
+  // bench.threads intra-op threads: the guard takes them only in processes
+  // that give stock no more threads than that (docs/PACKAGE.md).
+  if (ctx.device.backend == "cpu" && rec["bench"].value("threads", 0) > 0)
+    entry["stock_threads"] = rec["bench"]["threads"];
+  return entry;
 }
 
 // Replaces `dir` by `staged` so a reader never sees half a package.
@@ -148,17 +154,22 @@ json end_to_end(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt,
   // What the verdict compares: the model's own figures when it reports them.
   const std::vector<double>& cmp_stock = pattern ? stock_own : stock;
   const std::vector<double>& cmp_forged = pattern ? forged_own : forged;
-  long forged_calls = 0, mismatches = 0, fallback_calls = 0;
+  long forged_calls = 0, mismatches = 0, fallback_calls = 0, more_threads = 0;
   double worst_tol = 0;
   for (const auto& e : merged["entries"]) {
     forged_calls += e.value("forged", 0L);
+    more_threads += e.value("more_threads", 0L);
     mismatches += e.value("mismatches", 0L);
     worst_tol = std::max(worst_tol, e.value("worst_tol", 0.0));
   }
   for (const auto& f : merged["fallback"]) fallback_calls += f.value("calls", 0L);
+  fallback_calls += more_threads;
   json out = {{"status", mismatches == 0 ? "ok" : "failed"},
               {"forged_calls", forged_calls},
               {"fallback_calls", fallback_calls},
+              // of those, calls inside a CPU kernel's family that went to stock
+              // because the process ran torch with more threads (override.cpp)
+              {"more_threads_calls", more_threads},
               {"mismatches", mismatches},
               {"worst_tol", worst_tol},
               {"runs", runs},
@@ -206,7 +217,7 @@ json merge_package_reports(const fs::path& dir) {
         m = e;
         continue;
       }
-      for (const char* k : {"forged", "kernel_errors", "checked", "mismatches"})
+      for (const char* k : {"forged", "kernel_errors", "checked", "mismatches", "more_threads"})
         m[k] = m.value(k, 0L) + e.value(k, 0L);
       m["worst_tol"] = std::max(m.value("worst_tol", 0.0), e.value("worst_tol", 0.0));
     }

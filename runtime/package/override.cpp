@@ -6,10 +6,12 @@
 // package.json beside it and registers, per overridden op, one boxed kernel at
 // aten's CPU or CUDA key. That kernel tries each forged entry's guard (the
 // signature family the kernel was verified for, docs/CANDIDATE_ABI.md) and
-// runs the first that matches; everything else, and any kernel that returns
-// nonzero, goes to the stock kernel (stock.cpp). The kernels are the very
+// runs the first that matches; everything else, a CPU call in a process
+// with more intra-op threads than stock had when the kernel beat it, and any
+// kernel that returns nonzero, go to the stock kernel (stock.cpp). The kernels are the very
 // shared objects the worker verified, not a recompilation.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/GradMode.h>
 #include <torch/library.h>
@@ -114,7 +116,10 @@ struct Entry {
   KernelFn kernel = nullptr;
   WorkspaceFn workspace = nullptr;
   worker::Family family;  // tolerances, for FORGE_PACKAGE_CHECK
-  std::atomic<long> forged{0}, kernel_errors{0}, checked{0}, mismatches{0};
+  // CPU: the intra-op threads stock had when this kernel beat it (0: any).
+  // The kernel is single-threaded, so with more, stock may well be faster.
+  int stock_threads = 0;
+  std::atomic<long> forged{0}, kernel_errors{0}, checked{0}, mismatches{0}, more_threads{0};
   std::atomic<double> worst_tol{0};
 };
 
@@ -383,9 +388,15 @@ class Override : public c10::OperatorKernel {
     auto args = torch::jit::last(*stack, n);
     if (tracing()) trace("args", call_signature(args));
     std::vector<int64_t> extent;
+    bool counted = false;
     for (Entry* e : m_entries) {
       if (!matches(*e, args, extent)) continue;
       trace("matched", e->target);
+      if (e->stock_threads > 0 && at::get_num_threads() > e->stock_threads) {
+        ++e->more_threads;  // reported per entry, not as an unknown signature
+        counted = true;
+        break;
+      }
       auto outs = run_forged(*e, args, extent);
       trace("kernel returned", outs ? "0" : "nonzero");
       if (!outs) {
@@ -399,7 +410,7 @@ class Override : public c10::OperatorKernel {
       return;
     }
     std::vector<c10::IValue> a(args.begin(), args.end());
-    {
+    if (!counted) {
       Counters& c = counters();
       const uint64_t key = fallback_key(m_seed, args);
       std::lock_guard<std::mutex> lock(c.mu);
@@ -445,6 +456,7 @@ std::unique_ptr<Entry> load_entry(const json& j, const fs::path& dir, bool cuda)
   }
   e->scalars = worker::forge_scalars(e->spec.args);
   e->family = worker::parse_family(j.value("family", json::object()));
+  e->stock_threads = j.value("stock_threads", 0);
   const fs::path so = dir / j.at("kernel").get<std::string>();
   void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) throw std::runtime_error(std::string("dlopen: ") + ::dlerror());
@@ -473,6 +485,8 @@ void write_report() {
                             {"kernel_errors", e->kernel_errors.load()},
                             {"checked", e->checked.load()},
                             {"mismatches", e->mismatches.load()},
+                            {"stock_threads", e->stock_threads},
+                            {"more_threads", e->more_threads.load()},
                             {"worst_tol", e->worst_tol.load()}});
   {
     std::lock_guard<std::mutex> lock(c.mu);

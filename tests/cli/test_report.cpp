@@ -71,6 +71,14 @@ TEST_CASE("a gain past the Amdahl bound says the bound counts the whole captured
   CHECK(within.find("set-up included") == std::string::npos);
 }
 
+TEST_CASE("calls a CPU kernel left to stock for the thread count are named under the model") {
+  json report = report_with(1.00, 1.04);
+  CHECK(printed(report).find("of the fallbacks") == std::string::npos);
+  report["package"]["models"]["vae"]["more_threads_calls"] = 6;
+  CHECK(printed(report).find("    6 of the fallbacks matched a CPU kernel's signature: the model ran torch with more "
+                             "intra-op threads") != std::string::npos);
+}
+
 TEST_SUITE_END();
 
 }  // namespace forge

@@ -115,7 +115,7 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   test::write_text(dir / "probe.py", kProbe);
   test::write_text(dir / "threads.py", kThreads);
   test::write_text(dir / "forge.yaml",
-                   "models:\n  app: {run: python app.py, latency: 'took ([0-9.]+) ms'}\n"
+                   "models:\n  app: {run: python app.py, latency: 'took ([0-9.]+) ms', env: {OMP_NUM_THREADS: '1'}}\n"
                    "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\n"
                    "budget: {iterations: 3}\n");
   auto build = test::run_forge("--json build", dir.path());
@@ -131,6 +131,7 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   const json& e2e = pkg["models"]["app"];
   CHECK(e2e["status"] == "ok");
   CHECK(e2e["forged_calls"] == 3);
+  CHECK(e2e["more_threads_calls"] == 0);  // the model runs with OMP_NUM_THREADS=1
   CHECK(e2e["mismatches"] == 0);
   CHECK(e2e["stock_seconds"].get<double>() > 0);
   CHECK(e2e["amdahl_bound"].get<double>() >= 1.0);
@@ -145,7 +146,9 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   CHECK(checks["digest"] == pkg["digest"]);
   CHECK(checks["models"]["app"]["status"] == "ok");
 
-  auto run = test::run_forge("run --json-report report.json -- python probe.py", dir.path());
+  // The CPU kernel is single-threaded and beat stock at 1 intra-op thread.
+  CHECK(json::parse(test::read_text(dir / ".forge" / "package" / "package.json"))["entries"][0]["stock_threads"] == 1);
+  auto run = test::run_forge("run --json-report report.json -- env OMP_NUM_THREADS=1 python probe.py", dir.path());
   INFO(run.out << run.err);
   CHECK(run.exit_code == 0);
   CHECK(run.out.find("probe ok") != std::string::npos);
@@ -161,8 +164,24 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   for (const auto& f : rep["fallback"]) stock_calls += f["calls"].get<long>();
   // bf16, 32-wide, transposed, needs grad, and the 7 float64 references.
   CHECK(stock_calls == 4 + 7);
+  CHECK(rep["entries"][0]["more_threads"] == 0);
 
-  auto threads = test::run_forge("run --json-report threads.json -- python threads.py", dir.path());
+  // With 2 intra-op threads stock may beat the single-threaded kernel: the
+  // same 4 calls go to stock, counted per entry and named in the table.
+  auto more = test::run_forge("run --json-report more.json -- env OMP_NUM_THREADS=2 python probe.py", dir.path());
+  INFO(more.out << more.err);
+  CHECK(more.exit_code == 0);
+  CHECK(more.out.find("probe ok") != std::string::npos);
+  json mrep = json::parse(test::read_text(dir / "more.json"));
+  REQUIRE(mrep["entries"].size() == 1);
+  CHECK(mrep["entries"][0]["forged"] == 0);
+  CHECK(mrep["entries"][0]["more_threads"] == 4);
+  long more_stock = 0;
+  for (const auto& f : mrep["fallback"]) more_stock += f["calls"].get<long>();
+  CHECK(more_stock == 4 + 7);
+  CHECK(more.err.find("to stock 4×") != std::string::npos);
+
+  auto threads = test::run_forge("run --json-report threads.json -- env OMP_NUM_THREADS=1 python threads.py", dir.path());
   INFO(threads.out << threads.err);
   CHECK(threads.exit_code == 0);
   CHECK(threads.out.find("threads ok") != std::string::npos);
@@ -178,7 +197,7 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   // plus 1 from explain(), which runs fn's ops eagerly (eager calls always do).
   test::write_text(dir / "compiled.py", kCompiled);
   auto compiled = test::run_forge(
-      "run --json-report compiled.json -- env FORGE_COMPILE_POLICY=forge python compiled.py", dir.path());
+      "run --json-report compiled.json -- env FORGE_COMPILE_POLICY=forge OMP_NUM_THREADS=1 python compiled.py", dir.path());
   INFO(compiled.out << compiled.err);
   CHECK(compiled.exit_code == 0);
   CHECK(compiled.out.find("compiled ok") != std::string::npos);
@@ -187,7 +206,7 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   CHECK(crep["entries"][0]["forged"] == 3 + 1);
   // Forced to Inductor, only the eager one.
   auto inductor = test::run_forge(
-      "run --json-report inductor.json -- env FORGE_COMPILE_POLICY=inductor python compiled.py",
+      "run --json-report inductor.json -- env FORGE_COMPILE_POLICY=inductor OMP_NUM_THREADS=1 python compiled.py",
       dir.path());
   CHECK(inductor.exit_code == 0);
   CHECK(json::parse(test::read_text(dir / "inductor.json"))["entries"][0]["forged"] == 1);
@@ -219,10 +238,11 @@ TEST_CASE("a model slower end to end with its kernels: they are left out, the re
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   test::write_text(dir / "app.py", kTwoApps);
-  const std::string slow = "  slow: {run: python app.py slow, latency: 'took ([0-9.]+) ms', check_runs: 3}\n";
+  const std::string slow =
+      "  slow: {run: python app.py slow, latency: 'took ([0-9.]+) ms', check_runs: 3, env: {OMP_NUM_THREADS: '1'}}\n";
   const std::string rest = "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\nbudget: {iterations: 3}\n";
   test::write_text(dir / "forge.yaml", "models:\n  fast: {run: python app.py fast, latency: 'took ([0-9.]+) ms', "
-                                       "check_runs: 3}\n" + slow + rest);
+                                       "check_runs: 3, env: {OMP_NUM_THREADS: '1'}}\n" + slow + rest);
   auto build = test::run_forge("--json build", dir.path());
   INFO(build.out << build.err);
   REQUIRE(build.exit_code == 0);

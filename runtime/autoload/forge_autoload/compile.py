@@ -39,6 +39,9 @@ def _matches(entry, args):
     recs = entry["args"]
     if len(args) < len(recs):
         return False
+    # A single-threaded CPU kernel beat stock at stock_threads intra-op threads.
+    if 0 < entry.get("stock_threads", 0) < torch.get_num_threads():
+        return False
     vary = {(v["arg"], v["dim"]): k for k, v in enumerate(entry.get("vary", []))}
     extent = [None] * len(entry.get("vary", []))
     pins = {p["arg"]: p["vary"] for p in entry.get("pins", [])}
