@@ -27,9 +27,9 @@ void print_calls(const json& merged) {
                  e.value("signature", "").c_str());
     if (long n = e.value("more_threads", 0L))
       std::fprintf(stderr,
-                   "forge run: %-40s %9s %9s  to stock %ld×: the process gave torch more intra-op threads than "
-                   "the %d this single-threaded kernel beat (OMP_NUM_THREADS / torch.set_num_threads)\n",
-                   "", "-", "-", n, e.value("stock_threads", 0));
+                   "forge run: %-40s %9s %9s  to stock %ld×: torch had more than the %d intra-op thread(s) "
+                   "stock had when this single-threaded kernel beat it (OMP_NUM_THREADS=%d uses it)\n",
+                   "", "-", "-", n, e.value("stock_threads", 0), e.value("stock_threads", 0));
   }
   for (const auto& f : merged["fallback"])
     std::fprintf(stderr, "forge run: %-40s %9s %9s  fell back %ld× (%s)\n",

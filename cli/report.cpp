@@ -103,9 +103,9 @@ static void print_package(const json& p) {
                 fmt(m["amdahl_bound"], "%.2f").c_str(),
                 past_bound ? " over the whole captured run, set-up included" : "");
     if (long n = m.value("more_threads_calls", 0L))
-      std::printf("    %ld of the fallbacks matched a CPU kernel's signature: the model ran torch with more "
-                  "intra-op threads than the stock kernel had when this single-threaded kernel beat it\n",
-                  n);
+      std::printf("    %ld of the fallbacks were in a CPU kernel's family: torch had more intra-op threads than "
+                  "stock had when the kernel beat it (`env: {OMP_NUM_THREADS: '1'}` in models.%s uses them)\n",
+                  n, name.c_str());
   }
 }
 

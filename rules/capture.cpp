@@ -24,12 +24,6 @@ std::string tail(const std::string& s, size_t n = 2000) {
   return s.size() > n ? "…" + s.substr(s.size() - n) : s;
 }
 
-std::string env_text(const std::map<std::string, std::string>& env) {
-  std::string s;
-  for (const auto& [k, v] : env) s += k + "=" + v + "\n";
-  return s;
-}
-
 // Element sizes by torch's dtype names (as the capture library writes them).
 size_t dtype_size(const std::string& dtype) {
   static const std::map<std::string, size_t> sizes = {
@@ -262,7 +256,7 @@ void CaptureRule::apply(BuildContext& ctx) {
                    // Relative to forge.yaml: clones in other places share through a cache.
                    {"workdir", fs::relative(m.workdir, ctx.manifest.dir).generic_string()},
                    {"files", named_files_digest(m)},
-                   {"env", sha256_hex(env_text(m.env))},
+                   {"env", model_env_digest(m)},
                    {"toolchain", ctx.toolchain.fingerprint()},
                    {"device", ctx.device.fingerprint()},
                    {"capture_lib", rt->digest},

@@ -34,6 +34,14 @@ std::string named_files_digest(const ModelSpec& m) {
   return h.hex();
 }
 
+std::string model_env_digest(const ModelSpec& m) {
+  Hasher h;
+  for (const auto& [k, v] : m.env) h.add(k, v);
+  for (const char* k : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"})
+    if (const char* v = std::getenv(k); v && !m.env.count(k)) h.add(std::string("inherited ") + k, v);
+  return h.hex();
+}
+
 void add_autoload_env(Command& c, const std::vector<std::string>& libs) {
   const char* py = std::getenv("PYTHONPATH");
   c.env["PYTHONPATH"] = (fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload").string() +

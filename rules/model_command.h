@@ -17,6 +17,12 @@ namespace forge {
 // infer.py) and of its TorchScript file and inputs: editing one changes it.
 std::string named_files_digest(const ModelSpec& m);
 
+// Digest of the environment the model's runs get: its `env`, and the thread
+// variables it inherits from forge's own (OMP_NUM_THREADS, MKL_NUM_THREADS),
+// which set torch's intra-op threads: CPU timings, and which CPU kernels the
+// package may use (docs/PACKAGE.md), depend on them.
+std::string model_env_digest(const ModelSpec& m);
+
 // PYTHONPATH (autoload first) and FORGE_LOAD_LIBS for `libs` (empty: none).
 void add_autoload_env(Command& c, const std::vector<std::string>& libs);
 

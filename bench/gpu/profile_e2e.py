@@ -33,7 +33,14 @@ def one(forged, k):
     if forged:
         report = os.path.join(out_dir, f"profile-{model}-report.json")
         cmd = [forge, "-C", manifest_dir, "run", "--unchecked", "--json-report", report, "--"] + cmd
-    p = subprocess.run(cmd, cwd=models_dir, env=env, capture_output=True, text=True, timeout=400)
+    for stale in (path, report if forged else None):  # never read an earlier invocation's file
+        if stale and os.path.exists(stale):
+            os.remove(stale)
+    try:
+        p = subprocess.run(cmd, cwd=models_dir, env=env, capture_output=True, text=True, timeout=400)
+    except subprocess.TimeoutExpired:
+        sys.stderr.write(f"profile_e2e: {'forged' if forged else 'plain'} run {k} timed out\n")
+        return None
     m = re.search(r": ([0-9.]+) ms/iter \(checksum ([^)]+)\)", p.stdout)
     if p.returncode != 0 or not m or not os.path.exists(path):
         sys.stderr.write(p.stdout[-1500:] + p.stderr[-1500:])
@@ -43,17 +50,20 @@ def one(forged, k):
     if forged and os.path.exists(report):
         rep = json.load(open(report))
         r["forged_calls"] = sum(e.get("forged", 0) for e in rep.get("entries", []))
-        r["stock_calls"] = sum(f.get("calls", 0) for f in rep.get("fallback", []))
+        r["stock_calls"] = sum(f.get("calls", 0) for f in rep.get("fallback", [])) + \
+            sum(e.get("more_threads", 0) for e in rep.get("entries", []))
     return r
 
 
 runs = {"plain": [], "forge": []}
+pairs_done = []  # (plain, forged) of the pairs where both ran, in run order
 for k in range(pairs):
-    for forged in (False, True):
-        r = one(forged, k)
-        if r:
-            runs["forge" if forged else "plain"].append(r)
-if not runs["plain"] or not runs["forge"]:
+    a, b = one(False, k), one(True, k)
+    if a and b:
+        runs["plain"].append(a)
+        runs["forge"].append(b)
+        pairs_done.append((a, b))
+if not pairs_done:
     sys.exit("profile_e2e: a run failed (above)")
 
 
@@ -62,11 +72,14 @@ def med(rs, f):
 
 
 def per_name(rs):
+    """Per name, the median over runs (a run without the name counts 0)."""
     names = {}
     for r in rs:
         for row in r["rows"]:
             names.setdefault(row["name"], []).append(row)
-    return {n: {key: statistics.median(x[key] for x in v) * len(v) / len(rs) for key in ("calls", "host_us", "device_us")}
+    zero = [{"calls": 0, "host_us": 0, "device_us": 0}]
+    return {n: {key: statistics.median(x[key] for x in v + zero * (len(rs) - len(v)))
+                for key in ("calls", "host_us", "device_us")}
             for n, v in names.items()}
 
 
@@ -90,7 +103,7 @@ print(f"{'per iteration':26s} {'plain':>10s} {'forge':>10s}")
 for key, label in (("ms_timed", "timed ms/iter"), ("wall_us_profiled", "profiled wall µs"),
                    ("device_busy_us", "device busy µs")):
     print(f"{label:26s} {summary['plain'][key]:10.1f} {summary['forge'][key]:10.1f}")
-print("timed ms/iter, in run order: " + ", ".join(f"plain {a['ms']} forge {b['ms']}" for a, b in zip(runs["plain"], runs["forge"])))
+print("timed ms/iter, in run order: " + ", ".join(f"plain {a['ms']} forge {b['ms']}" for a, b in pairs_done))
 print(f"checksums plain {summary['plain']['checksums']} forge {summary['forge']['checksums']}; "
       f"forged calls {summary['forge']['forged_calls']}, stock calls {summary['forge']['stock_calls']} (whole runs)")
 for field, label in (("d_device_us", "device"), ("d_host_us", "host")):

@@ -51,16 +51,21 @@ def profile(fn, path, iters=3):
             fn()
         torch.cuda.synchronize()
         wall = (time.perf_counter() - t0) / iters * 1e6
-    rows = []
+    rows = {}  # by name: key_averages() may split one name (e.g. user annotations)
     for e in p.key_averages():
         dev = getattr(e, "self_device_time_total", None)
         if dev is None:
             dev = getattr(e, "self_cuda_time_total", 0.0)
-        rows.append({"name": e.key, "calls": e.count / iters, "host_us": e.self_cpu_time_total / iters,
-                     "device_us": dev / iters})
-    # Device busy time: the union of kernel and memcpy intervals on the GPU.
+        r = rows.setdefault(e.key, {"name": e.key, "calls": 0.0, "host_us": 0.0, "device_us": 0.0})
+        r["calls"] += e.count / iters
+        r["host_us"] += e.self_cpu_time_total / iters
+        r["device_us"] += dev / iters
+    rows = list(rows.values())
+    # Device busy time: the union of kernel and memcpy intervals on the GPU
+    # (not user annotations, which span the gaps between kernels too).
     spans = sorted((k.time_range.start, k.time_range.end) for k in p.events()
-                   if str(getattr(k, "device_type", "")).endswith("CUDA") and k.time_range.end > k.time_range.start)
+                   if str(getattr(k, "device_type", "")).endswith("CUDA") and not getattr(k, "is_user_annotation", False)
+                   and k.time_range.end > k.time_range.start)
     busy, end = 0.0, float("-inf")
     for a, b in spans:
         if b > end:

@@ -388,20 +388,21 @@ class Override : public c10::OperatorKernel {
     auto args = torch::jit::last(*stack, n);
     if (tracing()) trace("args", call_signature(args));
     std::vector<int64_t> extent;
-    bool counted = false;
+    Entry* thread_bound = nullptr;  // the first entry that matched but for the thread count
     for (Entry* e : m_entries) {
       if (!matches(*e, args, extent)) continue;
-      trace("matched", e->target);
       if (e->stock_threads > 0 && at::get_num_threads() > e->stock_threads) {
-        ++e->more_threads;  // reported per entry, not as an unknown signature
-        counted = true;
-        break;
+        trace("matched, but more threads than stock had", e->target);
+        if (!thread_bound) thread_bound = e;
+        continue;
       }
+      trace("matched", e->target);
       auto outs = run_forged(*e, args, extent);
       trace("kernel returned", outs ? "0" : "nonzero");
       if (!outs) {
         ++e->kernel_errors;
-        break;  // the stock kernel takes it
+        thread_bound = nullptr;  // counted with the fallbacks, as before
+        break;                   // the stock kernel takes it
       }
       ++e->forged;
       if (m_check) check_against_stock(*e, *outs, std::vector<c10::IValue>(args.begin(), args.end()), m_stock);
@@ -410,7 +411,9 @@ class Override : public c10::OperatorKernel {
       return;
     }
     std::vector<c10::IValue> a(args.begin(), args.end());
-    if (!counted) {
+    if (thread_bound) {
+      ++thread_bound->more_threads;  // reported per entry, not as an unknown signature
+    } else {
       Counters& c = counters();
       const uint64_t key = fallback_key(m_seed, args);
       std::lock_guard<std::mutex> lock(c.mu);

@@ -75,8 +75,9 @@ TEST_CASE("calls a CPU kernel left to stock for the thread count are named under
   json report = report_with(1.00, 1.04);
   CHECK(printed(report).find("of the fallbacks") == std::string::npos);
   report["package"]["models"]["vae"]["more_threads_calls"] = 6;
-  CHECK(printed(report).find("    6 of the fallbacks matched a CPU kernel's signature: the model ran torch with more "
-                             "intra-op threads") != std::string::npos);
+  CHECK(printed(report).find("    6 of the fallbacks were in a CPU kernel's family: torch had more intra-op "
+                             "threads than stock had") != std::string::npos);
+  CHECK(printed(report).find("OMP_NUM_THREADS: '1'}` in models.vae uses them") != std::string::npos);
 }
 
 TEST_SUITE_END();

@@ -166,8 +166,9 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   CHECK(stock_calls == 4 + 7);
   CHECK(rep["entries"][0]["more_threads"] == 0);
 
-  // With 2 intra-op threads stock may beat the single-threaded kernel: the
-  // same 4 calls go to stock, counted per entry and named in the table.
+  // With 2 intra-op threads stock may beat the single-threaded kernel: the 4
+  // calls forged above go to stock, counted per entry (not among the 4 + 7
+  // calls outside the family) and named in the table.
   auto more = test::run_forge("run --json-report more.json -- env OMP_NUM_THREADS=2 python probe.py", dir.path());
   INFO(more.out << more.err);
   CHECK(more.exit_code == 0);
@@ -211,8 +212,37 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   CHECK(inductor.exit_code == 0);
   CHECK(json::parse(test::read_text(dir / "inductor.json"))["entries"][0]["forged"] == 1);
 
+  // Compiled with 2 threads: the graph keeps Inductor's code (a separate
+  // Inductor cache entry), and explain()'s eager call goes to stock.
+  auto compiled2 = test::run_forge(
+      "run --json-report compiled2.json -- env FORGE_COMPILE_POLICY=forge OMP_NUM_THREADS=2 python compiled.py",
+      dir.path());
+  INFO(compiled2.out << compiled2.err);
+  CHECK(compiled2.exit_code == 0);
+  json c2rep = json::parse(test::read_text(dir / "compiled2.json"));
+  CHECK(c2rep["entries"][0]["forged"] == 0);
+  CHECK(c2rep["entries"][0]["more_threads"] == 1);
+
   auto code = test::run_forge("run -- python -c 'import sys; sys.exit(3)'", dir.path());
   CHECK(code.exit_code == 3);
+
+  // The model's env is part of the check's key: run with 2 threads, the
+  // check runs again, forges nothing, says why, and judges no verdict.
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  app: {run: python app.py, latency: 'took ([0-9.]+) ms', env: {OMP_NUM_THREADS: '2'}}\n"
+                   "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\n"
+                   "budget: {iterations: 3}\n");
+  auto two = test::run_forge("--json build", dir.path());
+  INFO(two.out << two.err);
+  REQUIRE(two.exit_code == 0);
+  json r2 = json::parse(two.out);
+  const json& e2e2 = r2["package"]["models"]["app"];
+  CHECK(e2e2["status"] == "ok");
+  CHECK(e2e2["forged_calls"] == 0);
+  CHECK(e2e2["more_threads_calls"] == 3);
+  CHECK(e2e2["fallback_calls"] == 3);
+  CHECK(e2e2["slower"] == false);
+  CHECK(r2["notes"].dump().find("OMP_NUM_THREADS") != std::string::npos);
 }
 
 // Two models calling the same layer_norm. "slow" reports a worse figure

@@ -124,7 +124,12 @@ def install(package_json=None, policy=None):
             by_op.setdefault((e["op"], e.get("overload") or "default"), []).append(e)
     for (op, overload), entries in sorted(by_op.items()):
         _install_op(op, overload, entries)
-    _key_inductor_cache(json.dumps([policy, sorted(by_op.items())], sort_keys=True))
+    # CPU entries apply by thread count, decided when a graph is traced: the
+    # count at install time enters the cache key too.
+    import torch
+
+    threads = torch.get_num_threads() if any(e.get("stock_threads") for v in by_op.values() for e in v) else None
+    _key_inductor_cache(json.dumps([policy, threads, sorted(by_op.items())], sort_keys=True))
     return sorted("%s.%s" % k for k in by_op)
 
 
