@@ -256,7 +256,7 @@ void CaptureRule::apply(BuildContext& ctx) {
                    // Relative to forge.yaml: clones in other places share through a cache.
                    {"workdir", fs::relative(m.workdir, ctx.manifest.dir).generic_string()},
                    {"files", named_files_digest(m)},
-                   {"env", model_env_digest(m)},
+                   {"env", model_env_digest(m, /*threads=*/false)},
                    {"toolchain", ctx.toolchain.fingerprint()},
                    {"device", ctx.device.fingerprint()},
                    {"capture_lib", rt->digest},

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "engine/environment.h"
 #include "util/hash.h"
@@ -34,11 +35,20 @@ std::string named_files_digest(const ModelSpec& m) {
   return h.hex();
 }
 
-std::string model_env_digest(const ModelSpec& m) {
+std::string model_env_digest(const ModelSpec& m, bool threads) {
   Hasher h;
   for (const auto& [k, v] : m.env) h.add(k, v);
-  for (const char* k : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"})
-    if (const char* v = std::getenv(k); v && !m.env.count(k)) h.add(std::string("inherited ") + k, v);
+  if (!threads) return h.hex();
+  bool set = false;
+  for (const char* k : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}) {
+    if (m.env.count(k)) {
+      set = true;
+    } else if (const char* v = std::getenv(k)) {
+      h.add(std::string("inherited ") + k, v);
+      set = true;
+    }
+  }
+  if (!set) h.add("cores", std::to_string(std::thread::hardware_concurrency()));
   return h.hex();
 }
 

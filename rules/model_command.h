@@ -17,11 +17,12 @@ namespace forge {
 // infer.py) and of its TorchScript file and inputs: editing one changes it.
 std::string named_files_digest(const ModelSpec& m);
 
-// Digest of the environment the model's runs get: its `env`, and the thread
-// variables it inherits from forge's own (OMP_NUM_THREADS, MKL_NUM_THREADS),
-// which set torch's intra-op threads: CPU timings, and which CPU kernels the
-// package may use (docs/PACKAGE.md), depend on them.
-std::string model_env_digest(const ModelSpec& m);
+// Digest of the model's `env`. With `threads`, also of what sets torch's
+// intra-op threads in its runs: OMP_NUM_THREADS and MKL_NUM_THREADS as it
+// inherits them from forge's environment, or, with neither set, this
+// machine's core count. Which CPU kernels the package may use depends on it
+// (docs/PACKAGE.md), so the end-to-end check keys on it.
+std::string model_env_digest(const ModelSpec& m, bool threads);
 
 // PYTHONPATH (autoload first) and FORGE_LOAD_LIBS for `libs` (empty: none).
 void add_autoload_env(Command& c, const std::vector<std::string>& libs);

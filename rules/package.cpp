@@ -248,10 +248,11 @@ bool record_slower(const json& rec) {
       if (x.is_number()) v.push_back(x.get<double>());
     return v;
   };
-  // With no call forged (a CPU kernel's calls all sent to stock for the
-  // thread count), the runs compared stock with stock: nothing to judge.
-  return record_ok(rec) && rec.value("forged_calls", 0L) > 0 &&
-         ran_slower(runs("compared_stock"), runs("compared_forged"));
+  // With no call forged because the thread count held every one back, the
+  // runs compared stock with stock: nothing to judge. (Kernels that failed
+  // every call are still judged: each such call paid for them.)
+  const bool held_back = rec.value("forged_calls", 0L) == 0 && rec.value("more_threads_calls", 0L) > 0;
+  return record_ok(rec) && !held_back && ran_slower(runs("compared_stock"), runs("compared_forged"));
 }
 
 // One round: the package of every forged target of a model not left out,
@@ -342,7 +343,7 @@ Round package_round(BuildContext& ctx, const std::set<std::string>& left_out, co
                    // Relative to forge.yaml: clones in other places share through a cache.
                    {"workdir", fs::relative(m.workdir, ctx.manifest.dir).generic_string()},
                    {"files", named_files_digest(m)},
-                   {"env", model_env_digest(m)},
+                   {"env", model_env_digest(m, /*threads=*/true)},
                    {"latency", m.latency},
                    {"device", ctx.device.fingerprint()},
                    {"toolchain", ctx.toolchain.fingerprint()},
@@ -360,10 +361,13 @@ Round package_round(BuildContext& ctx, const std::set<std::string>& left_out, co
       ctx.notes.push_back("package: end-to-end check of " + m.name + " failed: " + rec.value("reason", ""));
     }
     if (rec["slower"].get<bool>()) round.slower.insert(m.name);
-    if (rec.value("forged_calls", 0L) == 0 && rec.value("more_threads_calls", 0L) > 0)
-      ctx.notes.push_back("package: " + m.name + " ran torch with more intra-op threads than its CPU kernels were " +
-                          "measured against, so none of their calls was forged; `env: {OMP_NUM_THREADS: '1'}` " +
-                          "in its models entry uses them");
+    const std::string held = "package: " + m.name +
+                             " ran torch with more intra-op threads than its CPU kernels were measured against, so "
+                             "none of their calls was forged; `env: {OMP_NUM_THREADS: '1'}` in its models entry "
+                             "uses them";
+    if (rec.value("forged_calls", 0L) == 0 && rec.value("more_threads_calls", 0L) > 0 &&
+        std::find(ctx.notes.begin(), ctx.notes.end(), held) == ctx.notes.end())  // once, not per round
+      ctx.notes.push_back(held);
     ctx.package["models"][m.name] = rec;
     round.checks["models"][m.name] = {{"status", record_ok(rec) ? "ok" : "failed"},
                                       {"reason", rec.value("reason", "")}};

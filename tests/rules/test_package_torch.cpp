@@ -236,6 +236,7 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   INFO(two.out << two.err);
   REQUIRE(two.exit_code == 0);
   json r2 = json::parse(two.out);
+  REQUIRE(r2["package"]["models"].contains("app"));
   const json& e2e2 = r2["package"]["models"]["app"];
   CHECK(e2e2["status"] == "ok");
   CHECK(e2e2["forged_calls"] == 0);

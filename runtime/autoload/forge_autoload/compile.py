@@ -125,18 +125,17 @@ def install(package_json=None, policy=None):
     for (op, overload), entries in sorted(by_op.items()):
         _install_op(op, overload, entries)
     # CPU entries apply by thread count, decided when a graph is traced: the
-    # count at install time enters the cache key too.
-    import torch
-
-    threads = torch.get_num_threads() if any(e.get("stock_threads") for v in by_op.values() for e in v) else None
-    _key_inductor_cache(json.dumps([policy, threads, sorted(by_op.items())], sort_keys=True))
+    # count then enters the cache key too.
+    by_threads = any(e.get("stock_threads") for v in by_op.values() for e in v)
+    _key_inductor_cache(json.dumps([policy, sorted(by_op.items())], sort_keys=True), by_threads)
     return sorted("%s.%s" % k for k in by_op)
 
 
-def _key_inductor_cache(choice):
+def _key_inductor_cache(choice, by_threads=False):
     """Inductor's on-disk FX graph cache does not hash the decomposition table,
     so a graph compiled with other choices (or without forge) would be reused.
-    A no-op post-grad pass whose uuid() names the choices enters the cache key."""
+    A no-op post-grad pass whose uuid() names the choices enters the cache key;
+    with `by_threads`, also torch's intra-op threads when the graph is keyed."""
     import hashlib
 
     import torch
@@ -151,7 +150,8 @@ def _key_inductor_cache(choice):
             pass
 
         def uuid(self):
-            return "forge-" + self.digest
+            threads = "-t%d" % torch.get_num_threads() if by_threads else ""
+            return "forge-" + self.digest + threads
 
     if config.post_grad_custom_post_pass is None:
         config.post_grad_custom_post_pass = ForgeChoices(hashlib.sha256(choice.encode()).hexdigest())
