@@ -60,24 +60,24 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
   const json& sf = family->spec.value("signature_family", json::object());
   const auto dot = t.op.find('.');
   json entry = {{"target", t.id},
-          {"op", "aten::" + t.op.substr(0, dot)},
-          {"overload", dot == std::string::npos ? "" : t.op.substr(dot + 1)},
-          {"signature", t.signature},
-          {"args", t.args},
-          {"outputs", t.outputs},
-          {"vary", sf.value("vary", json::array())},
-          {"pins", sf.value("pins", json::array())},
-          {"contiguous", sf.value("contiguous", true)},
-          {"vary_outputs", sf.value("vary_outputs", json::array())},
-          {"family", family->spec},
-          {"kernel", "kernels/" + so + ".so"},
-          {"strategy", k->strategy + " " + k->params.dump()},
-          {"iteration", k->iteration},
-          {"speedup_eager", rec["bench"].value("speedup_eager", 0.0)},
-          {"speedup_compile", t.best_speedup_compile ? json(*t.best_speedup_compile) : json(nullptr)},
-          // Compiled graphs call the forged kernel only where it beat Inductor
-          // (runtime/autoload/forge_autoload/compile.py reads this).
-          {"under_compile", t.under_compile.empty() ? "inductor" : t.under_compile}};
+               {"op", "aten::" + t.op.substr(0, dot)},
+               {"overload", dot == std::string::npos ? "" : t.op.substr(dot + 1)},
+               {"signature", t.signature},
+               {"args", t.args},
+               {"outputs", t.outputs},
+               {"vary", sf.value("vary", json::array())},
+               {"pins", sf.value("pins", json::array())},
+               {"contiguous", sf.value("contiguous", true)},
+               {"vary_outputs", sf.value("vary_outputs", json::array())},
+               {"family", family->spec},
+               {"kernel", "kernels/" + so + ".so"},
+               {"strategy", k->strategy + " " + k->params.dump()},
+               {"iteration", k->iteration},
+               {"speedup_eager", rec["bench"].value("speedup_eager", 0.0)},
+               {"speedup_compile", t.best_speedup_compile ? json(*t.best_speedup_compile) : json(nullptr)},
+               // Compiled graphs call the forged kernel only where it beat Inductor
+               // (runtime/autoload/forge_autoload/compile.py reads this).
+               {"under_compile", t.under_compile.empty() ? "inductor" : t.under_compile}};
   // CPU kernels are single-threaded and were timed against stock running
   // bench.threads intra-op threads: the guard takes them only in processes
   // that give stock no more threads than that (docs/PACKAGE.md).
@@ -239,6 +239,12 @@ bool ran_slower(const std::vector<double>& stock, const std::vector<double>& for
 
 namespace {
 
+// No call forged because the thread count held every one back (kernels that
+// failed every call do not count: each such call paid for them).
+bool held_back(const json& rec) {
+  return rec.value("forged_calls", 0L) == 0 && rec.value("more_threads_calls", 0L) > 0;
+}
+
 // The verdict from a check record's compared runs, judged now (not cached
 // with the record, so a change of rule applies to old records too).
 bool record_slower(const json& rec) {
@@ -248,11 +254,8 @@ bool record_slower(const json& rec) {
       if (x.is_number()) v.push_back(x.get<double>());
     return v;
   };
-  // With no call forged because the thread count held every one back, the
-  // runs compared stock with stock: nothing to judge. (Kernels that failed
-  // every call are still judged: each such call paid for them.)
-  const bool held_back = rec.value("forged_calls", 0L) == 0 && rec.value("more_threads_calls", 0L) > 0;
-  return record_ok(rec) && !held_back && ran_slower(runs("compared_stock"), runs("compared_forged"));
+  // Held back, the runs compared stock with stock: nothing to judge.
+  return record_ok(rec) && !held_back(rec) && ran_slower(runs("compared_stock"), runs("compared_forged"));
 }
 
 // One round: the package of every forged target of a model not left out,
@@ -361,13 +364,14 @@ Round package_round(BuildContext& ctx, const std::set<std::string>& left_out, co
       ctx.notes.push_back("package: end-to-end check of " + m.name + " failed: " + rec.value("reason", ""));
     }
     if (rec["slower"].get<bool>()) round.slower.insert(m.name);
-    const std::string held = "package: " + m.name +
-                             " ran torch with more intra-op threads than its CPU kernels were measured against, so "
-                             "none of their calls was forged; `env: {OMP_NUM_THREADS: '1'}` in its models entry "
-                             "uses them";
-    if (rec.value("forged_calls", 0L) == 0 && rec.value("more_threads_calls", 0L) > 0 &&
-        std::find(ctx.notes.begin(), ctx.notes.end(), held) == ctx.notes.end())  // once, not per round
-      ctx.notes.push_back(held);
+    if (held_back(rec)) {
+      const std::string note = "package: " + m.name +
+                               " ran torch with more intra-op threads than its CPU kernels were measured against, "
+                               "so none of their calls was forged; `env: {OMP_NUM_THREADS: '1'}` in its models "
+                               "entry uses them";
+      if (std::find(ctx.notes.begin(), ctx.notes.end(), note) == ctx.notes.end())  // once, not per round
+        ctx.notes.push_back(note);
+    }
     ctx.package["models"][m.name] = rec;
     round.checks["models"][m.name] = {{"status", record_ok(rec) ? "ok" : "failed"},
                                       {"reason", rec.value("reason", "")}};

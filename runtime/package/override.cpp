@@ -8,8 +8,9 @@
 // signature family the kernel was verified for, docs/CANDIDATE_ABI.md) and
 // runs the first that matches; everything else, a CPU call in a process
 // with more intra-op threads than stock had when the kernel beat it, and any
-// kernel that returns nonzero, go to the stock kernel (stock.cpp). The kernels are the very
-// shared objects the worker verified, not a recompilation.
+// kernel that returns nonzero, go to the stock kernel (stock.cpp). The
+// kernels are the very shared objects the worker verified, not a
+// recompilation.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
