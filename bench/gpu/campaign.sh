@@ -22,6 +22,7 @@ source bench/gpu/env.sh
 (cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu --target forge) \
   > "$OUT/cmake.log" 2>&1 || { tail -20 "$OUT/cmake.log"; exit 1; }
 echo "forge built in $(( $(date +%s) - start )) s"
+forge_built=$(( $(date +%s) - start ))
 budget=(); [ -n "${FORGE_CAMPAIGN_BUDGET:-}" ] && budget=(--budget "$FORGE_CAMPAIGN_BUDGET")
 for m in "$@"; do
   left=$(( ${FORGE_CAMPAIGN_DEADLINE:-560} - ($(date +%s) - start) - 20 ))
@@ -31,7 +32,11 @@ for m in "$@"; do
   # SIGINT at the limit: forge stops at the next step and still prints its report.
   timeout -s INT -k 60 "$limit" build-gpu/forge -C "bench/gpu/campaign/$m" --json build "${budget[@]}" \
     > "$OUT/$m.json" 2> "$OUT/$m.err" < /dev/null
-  echo "$m: forge build rc=$? in $(( $(date +%s) - t0 )) s (limit $limit s)"
+  rc=$?; secs=$(( $(date +%s) - t0 ))
+  echo "$m: forge build rc=$rc in $secs s (limit $limit s)"
+  # The build's wall time, for the campaign's total (campaign_table.py), which
+  # may gather several calls' outputs into one folder.
+  printf '{"build_seconds": %d, "rc": %d}\n' "$secs" "$rc" > "$OUT/$m.wall.json"
   # status: what the store holds (the same targets table, for a build killed outright).
   timeout 60 build-gpu/forge -C "bench/gpu/campaign/$m" --json status > "$OUT/$m.status.json" 2>> "$OUT/$m.err"
   store=/tmp/forge-campaign/$m
@@ -55,10 +60,16 @@ done
 for m in ${FORGE_CAMPAIGN_E2E:-}; do
   left=$(( ${FORGE_CAMPAIGN_DEADLINE:-560} - ($(date +%s) - start) - 15 ))
   if [ "$left" -lt 90 ]; then echo "e2e $m: skipped, ${left} s left"; continue; fi
+  t0=$(date +%s)
   timeout -k 10 "$left" python3 bench/gpu/e2e.py "$PWD/build-gpu/forge" "$m" "${FORGE_CAMPAIGN_E2E_RUNS:-3}" default \
     "${FORGE_CAMPAIGN_COMPILE_RUNS:-1}" > "$OUT/e2e-$m.log" 2>&1
-  echo "e2e $m rc=$?"; tail -n 6 "$OUT/e2e-$m.log"
+  rc=$?; printf '{"e2e_seconds": %d, "rc": %d}\n' "$(( $(date +%s) - t0 ))" "$rc" > "$OUT/e2e-$m.wall.json"
+  echo "e2e $m rc=$rc"; tail -n 6 "$OUT/e2e-$m.log"
 done
+# This call's wall time (forge's own build first): a campaign split over calls
+# sums them (campaign_table.py).
+printf '{"forge_build_seconds": %d, "call_seconds": %d}\n' "$forge_built" "$(( $(date +%s) - start ))" \
+  > "$OUT/call-$1.wall.json"
 python3 bench/gpu/campaign_table.py "$OUT" "$@"
 # The device returns few files: everything in one archive.
 (cd "$OUT" && tar czf /tmp/campaign-all.tgz --exclude='*.so' . && find . -mindepth 1 -delete && mv /tmp/campaign-all.tgz .)

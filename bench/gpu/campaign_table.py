@@ -4,7 +4,10 @@ eager and torch.compile, % of floor, candidates per minute of this build's
 search wall clock (the report's "search": compile-ahead included), and the
 mean stage costs per candidate (compile as if serial), the iteration that
 found the best kernel and the tree's depth. Then issue 10's goals,
-target by target, and the geometric mean over torch.compile."""
+target by target, the geometric mean over torch.compile, the end-to-end times
+(bench/gpu/e2e.py) beside each model's Amdahl bound, and the wall times.
+A campaign split over device calls is tabled by unpacking every call's
+archive into one folder:  python3 bench/gpu/campaign_table.py DIR MODEL..."""
 import json
 import math
 import os
@@ -49,6 +52,44 @@ def goals(rows):
     return out, geo
 
 
+def wall_times(out):
+    """The wall times campaign.sh left in OUT: per call (call-<first model>.wall.json),
+    per model's forge build (<model>.wall.json) and end to end run
+    (e2e-<model>.wall.json). A campaign split over several device calls is
+    tallied by unpacking their archives into one folder."""
+    calls, builds, e2e = [], {}, {}
+    for name in sorted(os.listdir(out)):
+        if not name.endswith(".wall.json"):
+            continue
+        w = json.load(open(os.path.join(out, name)))
+        stem = name[:-len(".wall.json")]
+        if stem.startswith("call-"):
+            calls.append(w)
+        elif stem.startswith("e2e-"):
+            e2e[stem[4:]] = w["e2e_seconds"]
+        else:
+            builds[stem] = w["build_seconds"]
+    return {"calls": calls, "call_seconds": sum(c["call_seconds"] for c in calls), "builds": builds, "e2e": e2e}
+
+
+def end_to_end(out, models, rows):
+    """Per model with an e2e-<model>.json (bench/gpu/e2e.py): median ms/iter of
+    each way, x eager, and the Amdahl bound the build's package record gives
+    (the captured share its kernels saved)."""
+    res = {}
+    for m in models:
+        try:
+            summary = json.load(open(os.path.join(out, "e2e-%s.json" % m)))["summary"]
+        except Exception:
+            continue
+        ms = {k: (summary.get(k) or {}).get("median_ms") for k in ("eager", "eager+forge", "compile", "compile+forge")}
+        pkg = next((x["package"] for x in rows if x["model"] == m and x.get("package")), None) or {}
+        ratio = lambda a, b: ms[a] / ms[b] if ms[a] and ms[b] else None
+        res[m] = dict(ms, x_eager=ratio("eager", "eager+forge"), amdahl_bound=pkg.get("amdahl_bound"),
+                      **{"x_eager_compile+forge": ratio("eager", "compile+forge")})
+    return res
+
+
 def main(out, models):
     rows = []
     for m in models:
@@ -80,8 +121,7 @@ def main(out, models):
                 "compile_s": per("compile"), "verify_s": per("verify"), "bench_s": per("bench"),
                 "package": (r.get("package") or {}).get("models", {}).get(m)})
     checks, geo = goals(rows)
-    json.dump({"targets": rows, "goals": checks, "geomean_x_compile": geo},
-              open(os.path.join(out, "campaign.json"), "w"), indent=1)
+    wall = wall_times(out)
     f = lambda v, p="%.2f": "-" if v is None else p % v
     # hot×e: the best kernel over eager with hot inputs (no flush), as in a model.
     print("%-44s %6s %5s %5s %5s %7s %6s %8s %6s %8s %7s %7s %6s %6s %6s  %s" % (
@@ -111,6 +151,21 @@ def main(out, models):
                 vs += " x%.2f, %s" % (g["x_compile"], g.get("under_compile"))
             print("%-44s %8.1f %-34s %-24s %-12s" % (g["target"][:44], g["mb"], paper, vs, yes(g.get("floor85_met"))))
         print("geometric mean over torch.compile: %s (goal 1.30)" % ("-" if geo is None else "%.2f" % geo))
+    e2e = end_to_end(out, models, rows)
+    if e2e:
+        print("\n%-14s %8s %11s %8s %8s %13s %9s %6s" % (
+            "end to end", "eager ms", "+forge ms", "×eager", "Amdahl", "compile ms", "+forge ms", "×eager"))
+        for m, e in e2e.items():
+            print("%-14s %8s %11s %8s %8s %13s %9s %6s" % (
+                m, f(e["eager"]), f(e["eager+forge"]), f(e["x_eager"]), f(e["amdahl_bound"]), f(e["compile"]),
+                f(e["compile+forge"]), f(e["x_eager_compile+forge"])))
+    json.dump({"targets": rows, "goals": checks, "geomean_x_compile": geo, "wall": wall, "end_to_end": e2e},
+              open(os.path.join(out, "campaign.json"), "w"), indent=1)
+    if wall["calls"]:
+        print("wall: %d call(s) %d s (forge built in %s s); forge build per model %s; end to end %s" % (
+            len(wall["calls"]), wall["call_seconds"], "+".join(str(c["forge_build_seconds"]) for c in wall["calls"]),
+            ", ".join("%s %d s" % kv for kv in wall["builds"].items()) or "-",
+            ", ".join("%s %d s" % kv for kv in wall["e2e"].items()) or "-"))
 
 
 if __name__ == "__main__":
