@@ -129,13 +129,15 @@ json end_to_end(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt,
   }
   json merged = merge_package_reports(reports);
   fs::remove_all(reports, ec);
-  // 2. Latency: alternating runs of the whole command, stock first; with
-  // `latency`, also the model's own figure from its stdout (last match).
+  // 2. Latency: alternating runs of the whole command, in pairs whose order
+  // alternates (stock first, then forged first, ...): back-to-back processes
+  // drift, and a fixed order would charge the drift to one side (docs/PERF.md,
+  // run K). With `latency`, also the model's own figure from its stdout (last match).
   std::vector<double> stock, forged, stock_own, forged_own;
   const std::optional<std::regex> pattern =
       m.latency.empty() ? std::nullopt : std::optional<std::regex>(std::regex(m.latency));
   for (int i = 0; i < runs; ++i) {
-    for (bool f : {false, true}) {
+    for (bool f : {i % 2 == 1, i % 2 == 0}) {
       CommandResult t = run(f, false);
       if (!t.ok()) return failed_record("`" + m.run + "` " + t.describe() + " in a timed run");
       (f ? forged : stock).push_back(t.seconds);
@@ -348,6 +350,7 @@ Round package_round(BuildContext& ctx, const std::set<std::string>& left_out, co
                    {"files", named_files_digest(m)},
                    {"env", model_env_digest(m, /*threads=*/true)},
                    {"latency", m.latency},
+                   {"order", "pairs-alternate"},  // runs measured stock-first only are redone
                    {"device", ctx.device.fingerprint()},
                    {"toolchain", ctx.toolchain.fingerprint()},
                    {"runs", std::to_string(runs)}};

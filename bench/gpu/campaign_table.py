@@ -85,8 +85,11 @@ def end_to_end(out, models, rows):
         ms = {k: (summary.get(k) or {}).get("median_ms") for k in ("eager", "eager+forge", "compile", "compile+forge")}
         pkg = next((x["package"] for x in rows if x["model"] == m and x.get("package")), None) or {}
         ratio = lambda a, b: ms[a] / ms[b] if ms[a] and ms[b] else None
+        forged = {k: "/".join(str(n) for n in (summary.get(k) or {}).get("forged_calls", []))
+                  for k in ("eager+forge", "compile+forge")}
+        runs = "/".join(str(len((summary.get(k) or {}).get("runs", []))) for k in ("eager", "compile"))
         res[m] = dict(ms, x_eager=ratio("eager", "eager+forge"), amdahl_bound=pkg.get("amdahl_bound"),
-                      **{"x_eager_compile+forge": ratio("eager", "compile+forge")})
+                      forged=forged, runs=runs, **{"x_eager_compile+forge": ratio("eager", "compile+forge")})
     return res
 
 
@@ -153,12 +156,16 @@ def main(out, models):
         print("geometric mean over torch.compile: %s (goal 1.30)" % ("-" if geo is None else "%.2f" % geo))
     e2e = end_to_end(out, models, rows)
     if e2e:
-        print("\n%-14s %8s %11s %8s %8s %13s %9s %6s" % (
-            "end to end", "eager ms", "+forge ms", "×eager", "Amdahl", "compile ms", "+forge ms", "×eager"))
+        # forged: the calls forge's kernels took in each run with the package;
+        # where it is 0, a difference from the plain run is process-to-process spread.
+        print("\n%-14s %8s %9s %6s %8s %8s %10s %9s %6s %8s %s" % (
+            "end to end", "eager ms", "+forge ms", "forged", "×eager", "Amdahl", "compile ms", "+forge ms",
+            "forged", "×eager", "runs"))
         for m, e in e2e.items():
-            print("%-14s %8s %11s %8s %8s %13s %9s %6s" % (
-                m, f(e["eager"]), f(e["eager+forge"]), f(e["x_eager"]), f(e["amdahl_bound"]), f(e["compile"]),
-                f(e["compile+forge"]), f(e["x_eager_compile+forge"])))
+            print("%-14s %8s %9s %6s %8s %8s %10s %9s %6s %8s %s" % (
+                m, f(e["eager"]), f(e["eager+forge"]), e["forged"].get("eager+forge", "-"), f(e["x_eager"]),
+                f(e["amdahl_bound"]), f(e["compile"]), f(e["compile+forge"]), e["forged"].get("compile+forge", "-"),
+                f(e["x_eager_compile+forge"]), e["runs"]))
     json.dump({"targets": rows, "goals": checks, "geomean_x_compile": geo, "wall": wall, "end_to_end": e2e},
               open(os.path.join(out, "campaign.json"), "w"), indent=1)
     if wall["calls"]:

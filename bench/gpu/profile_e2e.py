@@ -56,9 +56,13 @@ def one(forged, k):
 
 
 runs = {"plain": [], "forge": []}
-pairs_done = []  # (plain, forged) of the pairs where both ran, in run order
+pairs_done = []  # (plain, forged) of the pairs where both ran
 for k in range(pairs):
-    a, b = one(False, k), one(True, k)
+    # Pairs alternate their order, as in e2e.py and forge's own check.
+    if k % 2 == 0:
+        a, b = one(False, k), one(True, k)
+    else:
+        b, a = one(True, k), one(False, k)
     if a and b:
         runs["plain"].append(a)
         runs["forge"].append(b)

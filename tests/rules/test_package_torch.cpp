@@ -21,7 +21,11 @@ TEST_SUITE_BEGIN("rules::PackageTorch");
 
 namespace {
 
-const char* kApp = R"(import time, torch, torch.nn as nn
+const char* kApp = R"(import os, time, torch, torch.nn as nn
+# The order of the end-to-end check's timed runs: S stock, F with the package.
+libs = os.environ.get("FORGE_LOAD_LIBS", "")
+if "capture" not in libs and os.environ.get("FORGE_PACKAGE_CHECK") != "1":
+    open("runs.log", "a").write("F" if libs else "S")
 torch.manual_seed(0)
 ln = nn.LayerNorm(64)
 x = torch.randn(4, 128, 64)
@@ -141,6 +145,9 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   CHECK(e2e["timing"].get<std::string>().find("models.app.latency") != std::string::npos);
   CHECK(e2e["speedup"].get<double>() ==
         doctest::Approx(e2e["stock_latency"].get<double>() / e2e["forged_latency"].get<double>()));
+  // Five timed pairs, their order alternating, so a drift between
+  // back-to-back processes favours neither side.
+  CHECK(test::read_text(dir / "runs.log") == "SFFSSFFSSF");
   // The verdict `forge run` consults before loading the package.
   json checks = json::parse(test::read_text(dir / ".forge" / "package" / "checks.json"));
   CHECK(checks["digest"] == pkg["digest"]);
