@@ -5,6 +5,7 @@
 #include "engine/environment.h"
 #include "engine/store_json.h"
 #include "rules/evaluate.h"
+#include "rules/history.h"
 #include "util/atomic_file.h"
 #include "util/hash.h"
 
@@ -106,20 +107,17 @@ void CompileBaselineRule::apply(BuildContext& ctx) {
     const double c_med = ch.value("median", 0.0), e_med = eh.value("median", 0.0);
     if (c_med <= 0 || e_med <= 0) continue;
     t.compile_over_eager = c_med / e_med;
-    double best = 0, best_rel = 0;
-    for (const auto& k : t.kernels) {
-      json ev = get_json_object(ctx.builder.store(), k.evaluation);
-      if (!ev.is_object()) continue;
-      const json& b = ev["bench"];
-      const double sp = b.value("speedup_eager", 0.0);
-      const json& c = b["candidate_us"];
-      const json& e = b["eager_us"];
-      if (sp <= best || c.value("median", 0.0) <= 0 || e.value("median", 0.0) <= 0) continue;
-      best = sp;
-      best_rel = c.value("spread", 0.0) / c["median"].get<double>() +
-                 e.value("spread", 0.0) / e["median"].get<double>();
-    }
-    if (best <= 0) continue;
+    // The kernel the package ships (rules/history.h) is the one compared.
+    std::vector<json> records;
+    const auto shipped = shipped_kernel_index(ctx.builder.store(), t, &records);
+    if (!shipped) continue;
+    const json& b = records[*shipped]["bench"];
+    const double best = b.value("speedup_eager", 0.0);
+    const json& c = b["candidate_us"];
+    const json& e = b["eager_us"];
+    if (best <= 0 || c.value("median", 0.0) <= 0 || e.value("median", 0.0) <= 0) continue;
+    const double best_rel = c.value("spread", 0.0) / c["median"].get<double>() +
+                            e.value("spread", 0.0) / e["median"].get<double>();
     t.best_speedup_compile = best * *t.compile_over_eager;
     const double rel = best_rel + ch.value("spread", 0.0) / c_med + eh.value("spread", 0.0) / e_med;
     // The worker's rule for "faster" (docs/WORKER.md), in relative terms.

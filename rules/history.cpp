@@ -126,6 +126,20 @@ std::vector<size_t> improvement_chain(const std::vector<BenchTime>& times) {
   return chain;
 }
 
+std::optional<size_t> shipped_kernel_index(store::Store& store, const Target& t, std::vector<json>* records) {
+  std::vector<BenchTime> times;
+  records->clear();
+  for (const auto& k : t.kernels) {
+    json rec = get_json_object(store, k.evaluation);
+    if (!rec.is_object()) return std::nullopt;
+    times.push_back(candidate_time(rec));
+    records->push_back(std::move(rec));
+  }
+  auto chain = improvement_chain(times);
+  if (chain.empty()) return std::nullopt;
+  return chain.back();
+}
+
 std::vector<HistoryEntry> history_entries(BuildContext& ctx) {
   std::vector<HistoryEntry> entries;
   store::Store& store = ctx.builder.store();

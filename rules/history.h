@@ -6,6 +6,7 @@
 // noise never enters history. Skipped in dry mode (status, explain).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "engine/build.h"
@@ -26,6 +27,12 @@ struct BenchTime {
 // Indices into `times` (kernels in iteration order, each already faster than
 // stock) of the improvement chain: the first, then each that beats the last kept.
 std::vector<size_t> improvement_chain(const std::vector<BenchTime>& times);
+
+// The kernel a target ships, reports and is compared with Inductor by: the
+// tip of its improvement chain, the last commit of its history. Reads each
+// kernel's evaluation record into `records` (in t.kernels' order); nullopt
+// when the target has no kernel or a record is missing from the store.
+std::optional<size_t> shipped_kernel_index(store::Store& store, const Target& t, std::vector<nlohmann::json>* records);
 
 // The history entries of every target's chain, read back from the store.
 // Kernels whose records are missing are skipped with a note.

@@ -23,22 +23,13 @@ using nlohmann::json;
 
 namespace {
 
-// The kernel a target ships: the tip of its improvement chain, the same one
-// the history branch holds for it (rules/history.h).
+// The kernel a target ships (rules/history.h: the tip of its improvement chain).
 const KernelRecord* shipped_kernel(BuildContext& ctx, const Target& t, json* evaluation) {
-  std::vector<BenchTime> times;
   std::vector<json> records;
-  for (const auto& k : t.kernels) {
-    json rec = get_json_object(ctx.builder.store(), k.evaluation);
-    if (!rec.is_object()) return nullptr;
-    const json& c = rec["bench"]["candidate_us"];
-    times.push_back({c.value("median", 0.0), c.value("spread", 0.0)});
-    records.push_back(std::move(rec));
-  }
-  auto chain = improvement_chain(times);
-  if (chain.empty()) return nullptr;
-  *evaluation = records[chain.back()];
-  return &t.kernels[chain.back()];
+  auto i = shipped_kernel_index(ctx.builder.store(), t, &records);
+  if (!i) return nullptr;
+  *evaluation = records[*i];
+  return &t.kernels[*i];
 }
 
 // One package.json entry, or null with a note when the target cannot ship.

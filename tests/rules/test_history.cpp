@@ -11,6 +11,7 @@
 
 #include "rules/history.h"
 #include "rules/history_repo.h"
+#include "store/local_store.h"
 #include "tests/support.h"
 #include "util/error.h"
 
@@ -95,6 +96,30 @@ TEST_CASE("the improvement chain keeps a kernel only when it beats the best by b
         std::vector<size_t>{0, 1, 3});
   // Slower later kernels never replace the best.
   CHECK(improvement_chain({{5, 0}, {8, 0}, {4, 0}}) == std::vector<size_t>{0, 2});
+}
+
+TEST_CASE("a target ships, reports and is compared by the tip of its chain, not a later kernel within the noise") {
+  test::TempDir dir;
+  store::LocalStore store(dir / ".forge", nullptr);
+  Target t;
+  // Iteration order: 10 us, 7 us (beats 10 by both spreads), 6.8 us (faster,
+  // but within 7's spread: not an improvement).
+  for (auto [median, spread] : {std::pair{10.0, 0.2}, {7.0, 0.3}, {6.8, 0.3}}) {
+    KernelRecord k;
+    k.node = static_cast<int>(t.kernels.size()) + 1;
+    k.evaluation = store.put_object(json{{"bench", {{"candidate_us", {{"median", median}, {"spread", spread}}}}}}.dump());
+    t.kernels.push_back(k);
+  }
+  std::vector<json> records;
+  auto i = shipped_kernel_index(store, t, &records);
+  REQUIRE(i);
+  CHECK(*i == 1);
+  CHECK(records.size() == 3);
+  CHECK(records[*i]["bench"]["candidate_us"]["median"] == 7.0);
+  // A record missing from the store: nothing ships.
+  t.kernels[2].evaluation = std::string(64, '0');
+  CHECK_FALSE(shipped_kernel_index(store, t, &records));
+  CHECK_FALSE(shipped_kernel_index(store, Target{}, &records));
 }
 
 TEST_CASE("commits go to the history ref only: working tree, index and HEAD stay as they were") {
