@@ -120,10 +120,10 @@ json end_to_end(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt,
   }
   json merged = merge_package_reports(reports);
   fs::remove_all(reports, ec);
-  // 2. Latency: alternating runs of the whole command, in pairs whose order
-  // alternates (stock first, then forged first, ...): back-to-back processes
-  // drift, and a fixed order would charge the drift to one side (docs/PERF.md,
-  // run K). With `latency`, also the model's own figure from its stdout (last match).
+  // 2. Latency: `runs` timed pairs of the whole command, stock first in even
+  // pairs and forged first in odd ones, so drift between back-to-back
+  // processes is not charged to one side (docs/PERF.md, run K). With
+  // `latency`, also the model's own figure from its stdout (last match).
   std::vector<double> stock, forged, stock_own, forged_own;
   const std::optional<std::regex> pattern =
       m.latency.empty() ? std::nullopt : std::optional<std::regex>(std::regex(m.latency));
@@ -341,7 +341,7 @@ Round package_round(BuildContext& ctx, const std::set<std::string>& left_out, co
                    {"files", named_files_digest(m)},
                    {"env", model_env_digest(m, /*threads=*/true)},
                    {"latency", m.latency},
-                   {"order", "pairs-alternate"},  // runs measured stock-first only are redone
+                   {"order", "pairs-alternate"},  // invalidates checks timed stock-first
                    {"device", ctx.device.fingerprint()},
                    {"toolchain", ctx.toolchain.fingerprint()},
                    {"runs", std::to_string(runs)}};

@@ -233,7 +233,6 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   t.outcomes.clear();
   t.kernels.clear();
   t.stage_seconds = nullptr;
-  const mcts::Node* best = nullptr;
   // What each stage cost, summed over the tree's evaluations as first run
   // (cached replays keep the original times): docs/PERF.md's per-stage figures.
   double compile_s = 0, verify_s = 0, bench_s = 0, eval_s = 0;
@@ -259,31 +258,25 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
     t.kernels.push_back({n.iteration, n.id, n.parent, n.action.strategy, n.action.params,
                          n.action.kind == "llm" ? "llm" : "strategy", n.outcome.steps.value("file", ""), n.outcome.steps.value("source", ""),
                          n.outcome.steps.value("evaluation", ""), n.outcome.speedup});
-    if (!best || n.outcome.speedup > best->outcome.speedup) best = &n;
   }
   t.stage_seconds = {{"evaluations", timed}, {"compile", compile_s}, {"verify", verify_s},
                      {"bench", bench_s}, {"worker", eval_s}};
   // The target's figures are its shipped kernel's (rules/history.h): a later
   // kernel faster only within the spreads is not an improvement, in the report
-  // as in the package and the history.
+  // as in the package and the history. No record, no best kernel (nothing ships).
   std::vector<json> records;
-  if (auto shipped = shipped_kernel_index(ctx.builder.store(), t, &records))
-    for (const auto& n : tree.nodes())
-      if (n.id == t.kernels[*shipped].node) best = &n;
-  if (!best) return;
-  t.best_iteration = best->iteration + 1;
-  t.best_speedup_eager = best->outcome.speedup;
-  json rec = get_json_object(ctx.builder.store(), best->outcome.steps.value("evaluation", ""));
-  if (rec.is_object()) {
-    const json& bench = rec.value("bench", json::object());
-    if (bench.contains("floor_pct") && bench["floor_pct"].is_number())
-      t.floor_pct = bench["floor_pct"].get<double>();
-    const json hot = bench.value("hot", json::object()).value("speedup_eager", json());
-    if (hot.is_number()) t.best_hot_speedup_eager = hot.get<double>();
-    t.best_proposer = best->action.kind == "llm" ? "llm" : "strategy";
-    t.best_strategy = (best->action.kind == "llm" ? std::string("llm") : best->action.strategy) +
-                      " " + best->action.params.dump();
-  }
+  const auto shipped = shipped_kernel_index(ctx.builder.store(), t, &records);
+  if (!shipped) return;
+  const mcts::Node& best = tree.node(t.kernels[*shipped].node);
+  const json& bench = records[*shipped].value("bench", json::object());
+  t.best_iteration = best.iteration + 1;
+  t.best_speedup_eager = best.outcome.speedup;
+  if (bench.contains("floor_pct") && bench["floor_pct"].is_number()) t.floor_pct = bench["floor_pct"].get<double>();
+  const json hot = bench.value("hot", json::object()).value("speedup_eager", json());
+  if (hot.is_number()) t.best_hot_speedup_eager = hot.get<double>();
+  t.best_proposer = best.action.kind == "llm" ? "llm" : "strategy";
+  t.best_strategy = (best.action.kind == "llm" ? std::string("llm") : best.action.strategy) + " " +
+                    best.action.params.dump();
 }
 
 }  // namespace

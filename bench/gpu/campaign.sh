@@ -68,7 +68,7 @@ for m in ${FORGE_CAMPAIGN_E2E:-}; do
 done
 # This call's wall time (forge's own build first): a campaign split over calls
 # sums them (campaign_table.py).
-printf '{"forge_build_seconds": %d, "call_seconds": %d}\n' "$forge_built" "$(( $(date +%s) - start ))" \
+printf '{"start": %d, "forge_build_seconds": %d, "call_seconds": %d}\n' "$start" "$forge_built" "$(( $(date +%s) - start ))" \
   > "$OUT/call-$1.wall.json"
 python3 bench/gpu/campaign_table.py "$OUT" "$@"
 # The device returns few files: everything in one archive.

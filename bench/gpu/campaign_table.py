@@ -69,6 +69,7 @@ def wall_times(out):
             e2e[stem[4:]] = w["e2e_seconds"]
         else:
             builds[stem] = w["build_seconds"]
+    calls.sort(key=lambda c: c.get("start", 0))  # in the order they ran
     return {"calls": calls, "call_seconds": sum(c["call_seconds"] for c in calls), "builds": builds, "e2e": e2e}
 
 
@@ -84,6 +85,11 @@ def end_to_end(out, models, rows):
             continue
         ms = {k: (summary.get(k) or {}).get("median_ms") for k in ("eager", "eager+forge", "compile", "compile+forge")}
         pkg = next((x["package"] for x in rows if x["model"] == m and x.get("package")), None) or {}
+        if not pkg:  # a model whose kernels were left out keeps its record there
+            try:
+                pkg = (json.load(open(os.path.join(out, m + ".json"))).get("package") or {}).get("left_out", {}).get(m, {})
+            except Exception:
+                pkg = {}
         ratio = lambda a, b: ms[a] / ms[b] if ms[a] and ms[b] else None
         forged = {k: "/".join(str(n) for n in (summary.get(k) or {}).get("forged_calls", []))
                   for k in ("eager+forge", "compile+forge")}

@@ -107,7 +107,8 @@ print(f"{'per iteration':26s} {'plain':>10s} {'forge':>10s}")
 for key, label in (("ms_timed", "timed ms/iter"), ("wall_us_profiled", "profiled wall µs"),
                    ("device_busy_us", "device busy µs")):
     print(f"{label:26s} {summary['plain'][key]:10.1f} {summary['forge'][key]:10.1f}")
-print("timed ms/iter, in run order: " + ", ".join(f"plain {a['ms']} forge {b['ms']}" for a, b in pairs_done))
+print("timed ms/iter per pair (plain first in even pairs, forge first in odd): " +
+      ", ".join(f"plain {a['ms']} forge {b['ms']}" for a, b in pairs_done))
 print(f"checksums plain {summary['plain']['checksums']} forge {summary['forge']['checksums']}; "
       f"forged calls {summary['forge']['forged_calls']}, stock calls {summary['forge']['stock_calls']} (whole runs)")
 for field, label in (("d_device_us", "device"), ("d_host_us", "host")):

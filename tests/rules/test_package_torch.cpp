@@ -24,7 +24,7 @@ namespace {
 const char* kApp = R"(import os, time, torch, torch.nn as nn
 # The order of the end-to-end check's timed runs: S stock, F with the package.
 libs = os.environ.get("FORGE_LOAD_LIBS", "")
-if "capture" not in libs and os.environ.get("FORGE_PACKAGE_CHECK") != "1":
+if "libforge_capture" not in libs and os.environ.get("FORGE_PACKAGE_CHECK") != "1":
     open("runs.log", "a").write("F" if libs else "S")
 torch.manual_seed(0)
 ln = nn.LayerNorm(64)
@@ -145,8 +145,8 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   CHECK(e2e["timing"].get<std::string>().find("models.app.latency") != std::string::npos);
   CHECK(e2e["speedup"].get<double>() ==
         doctest::Approx(e2e["stock_latency"].get<double>() / e2e["forged_latency"].get<double>()));
-  // Five timed pairs, their order alternating, so a drift between
-  // back-to-back processes favours neither side.
+  // Five timed pairs (check_runs' default), stock first in even pairs and
+  // forged first in odd ones.
   CHECK(test::read_text(dir / "runs.log") == "SFFSSFFSSF");
   // The verdict `forge run` consults before loading the package.
   json checks = json::parse(test::read_text(dir / ".forge" / "package" / "checks.json"));
