@@ -5,7 +5,6 @@
 #include "engine/environment.h"
 #include "engine/store_json.h"
 #include "rules/evaluate.h"
-#include "rules/history.h"
 #include "util/atomic_file.h"
 #include "util/hash.h"
 
@@ -107,14 +106,14 @@ void CompileBaselineRule::apply(BuildContext& ctx) {
     const double c_med = ch.value("median", 0.0), e_med = eh.value("median", 0.0);
     if (c_med <= 0 || e_med <= 0) continue;
     t.compile_over_eager = c_med / e_med;
-    // The kernel the package ships (rules/history.h) is the one compared.
-    std::vector<json> records;
-    const auto shipped = shipped_kernel_index(ctx.builder.store(), t, &records);
-    if (!shipped) continue;
-    const json& b = records[*shipped]["bench"];
+    // The kernel the package ships (Target::shipped) is the one compared.
+    if (!t.shipped) continue;
+    const json ev = get_json_object(ctx.builder.store(), t.kernels[*t.shipped].evaluation);
+    if (!ev.is_object()) continue;
+    const json b = ev.value("bench", json::object());
     const double best = b.value("speedup_eager", 0.0);
-    const json& c = b["candidate_us"];
-    const json& e = b["eager_us"];
+    const json c = b.value("candidate_us", json::object());
+    const json e = b.value("eager_us", json::object());
     if (best <= 0 || c.value("median", 0.0) <= 0 || e.value("median", 0.0) <= 0) continue;
     const double best_rel = c.value("spread", 0.0) / c["median"].get<double>() +
                             e.value("spread", 0.0) / e["median"].get<double>();

@@ -23,13 +23,11 @@ using nlohmann::json;
 
 namespace {
 
-// The kernel a target ships (rules/history.h: the tip of its improvement chain).
+// The kernel a target ships (Target::shipped), with its evaluation record.
 const KernelRecord* shipped_kernel(BuildContext& ctx, const Target& t, json* evaluation) {
-  std::vector<json> records;
-  auto i = shipped_kernel_index(ctx.builder.store(), t, &records);
-  if (!i) return nullptr;
-  *evaluation = records[*i];
-  return &t.kernels[*i];
+  if (!t.shipped) return nullptr;
+  *evaluation = get_json_object(ctx.builder.store(), t.kernels[*t.shipped].evaluation);
+  return evaluation->is_object() ? &t.kernels[*t.shipped] : nullptr;
 }
 
 // One package.json entry, or null with a note when the target cannot ship.

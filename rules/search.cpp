@@ -232,6 +232,7 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   t.verified = t.accepted = 0;
   t.outcomes.clear();
   t.kernels.clear();
+  t.shipped.reset();
   t.stage_seconds = nullptr;
   // What each stage cost, summed over the tree's evaluations as first run
   // (cached replays keep the original times): docs/PERF.md's per-stage figures.
@@ -265,10 +266,10 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   // kernel faster only within the spreads is not an improvement, in the report
   // as in the package and the history. No record, no best kernel (nothing ships).
   std::vector<json> records;
-  const auto shipped = shipped_kernel_index(ctx.builder.store(), t, &records);
-  if (!shipped) return;
-  const mcts::Node& best = tree.node(t.kernels[*shipped].node);
-  const json& bench = records[*shipped].value("bench", json::object());
+  t.shipped = shipped_kernel_index(ctx.builder.store(), t, &records);
+  if (!t.shipped) return;
+  const mcts::Node& best = tree.node(t.kernels[*t.shipped].node);
+  const json& bench = records[*t.shipped].value("bench", json::object());
   t.best_iteration = best.iteration + 1;
   t.best_speedup_eager = best.outcome.speedup;
   if (bench.contains("floor_pct") && bench["floor_pct"].is_number()) t.floor_pct = bench["floor_pct"].get<double>();

@@ -21,8 +21,8 @@ OUT=${OUT:-/tmp/forge-out}; mkdir -p "$OUT"
 source bench/gpu/env.sh
 (cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu --target forge) \
   > "$OUT/cmake.log" 2>&1 || { tail -20 "$OUT/cmake.log"; exit 1; }
-echo "forge built in $(( $(date +%s) - start )) s"
 forge_built=$(( $(date +%s) - start ))
+echo "forge built in $forge_built s"
 budget=(); [ -n "${FORGE_CAMPAIGN_BUDGET:-}" ] && budget=(--budget "$FORGE_CAMPAIGN_BUDGET")
 for m in "$@"; do
   left=$(( ${FORGE_CAMPAIGN_DEADLINE:-560} - ($(date +%s) - start) - 20 ))

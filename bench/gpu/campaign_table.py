@@ -85,11 +85,6 @@ def end_to_end(out, models, rows):
             continue
         ms = {k: (summary.get(k) or {}).get("median_ms") for k in ("eager", "eager+forge", "compile", "compile+forge")}
         pkg = next((x["package"] for x in rows if x["model"] == m and x.get("package")), None) or {}
-        if not pkg:  # a model whose kernels were left out keeps its record there
-            try:
-                pkg = (json.load(open(os.path.join(out, m + ".json"))).get("package") or {}).get("left_out", {}).get(m, {})
-            except Exception:
-                pkg = {}
         ratio = lambda a, b: ms[a] / ms[b] if ms[a] and ms[b] else None
         forged = {k: "/".join(str(n) for n in (summary.get(k) or {}).get("forged_calls", []))
                   for k in ("eager+forge", "compile+forge")}
@@ -128,7 +123,9 @@ def main(out, models):
                 "search_seconds": run.get("seconds"), "compile_wait_s": run.get("compile_wait_seconds"),
                 "compiled_ahead": run.get("compiled_ahead"), "evaluations": run.get("evaluations"),
                 "compile_s": per("compile"), "verify_s": per("verify"), "bench_s": per("bench"),
-                "package": (r.get("package") or {}).get("models", {}).get(m)})
+                # the model's check record; a model whose kernels were left out keeps it there
+                "package": (r.get("package") or {}).get("models", {}).get(m)
+                or (r.get("package") or {}).get("left_out", {}).get(m)})
     checks, geo = goals(rows)
     wall = wall_times(out)
     f = lambda v, p="%.2f": "-" if v is None else p % v
