@@ -1,4 +1,4 @@
-"""One template instance (group_norm or softmax, --op), standalone: compiled
+"""One template instance (group_norm, softmax, batch_norm or mean, --op), standalone: compiled
 with forge's flags, called through the candidate ABI
 (runtime/abi/forge_kernel.h) with ctypes on torch tensors, checked against
 the aten op, then timed (CUDA events, L2 flushed before each rep, median)
@@ -104,7 +104,38 @@ def softmax_call(shape, groups, dtype, dev):
     return [x], outs, scal, lambda: (torch.ops.aten._softmax(x, -1, False),)
 
 
-OPS = {"group_norm": group_norm_call, "softmax": softmax_call}
+def batch_norm_call(shape, groups, dtype, dev):
+    """native_batch_norm in eval mode, as a converted BatchNorm2d: parameters
+    and running statistics in the input's dtype, outputs shaped as aten's."""
+    C = shape[1]
+    x = (torch.randn(shape, device=dev) * 2 + 0.5).to(dtype)
+    w, b, rm = (torch.randn(C, device=dev).to(dtype) for _ in range(3))
+    rv = (torch.rand(C, device=dev) + 0.5).to(dtype)
+
+    def stock():
+        return torch.ops.aten.native_batch_norm(x, w, b, rm, rv, False, 0.1, 1e-5)
+
+    outs = [torch.full_like(r, float("nan")) for r in stock()]  # poisoned
+    scal = [Scalar(kind=3, i=0), Scalar(kind=2, f=0.1), Scalar(kind=2, f=1e-5)]
+    return [x, w, b, rm, rv], outs, scal, stock
+
+
+def mean_call(shape, groups, dtype, dev):
+    """mean.dim over the trailing dims: H and W of a 4-D shape (the pool,
+    keepdim), else the last (an RMSNorm's mean of squares)."""
+    dims = [-1, -2] if len(shape) == 4 else [-1]
+    keep = len(shape) == 4
+    x = torch.randn(shape, device=dev).to(dtype) ** 2
+    ref = torch.ops.aten.mean.dim(x, dims, keep)
+    outs = [torch.full_like(ref, float("nan"))]
+    lst = Scalar(kind=4, len=len(dims))
+    for i, d in enumerate(dims):
+        lst.ints[i] = d
+    scal = [lst, Scalar(kind=3, i=int(keep)), Scalar(kind=0)]
+    return [x], outs, scal, lambda: (torch.ops.aten.mean.dim(x, dims, keep),)
+
+
+OPS = {"group_norm": group_norm_call, "softmax": softmax_call, "batch_norm": batch_norm_call, "mean": mean_call}
 
 
 def probe(lib, op, shape_text, groups, dtype, dev, reps):
@@ -139,7 +170,7 @@ def probe(lib, op, shape_text, groups, dtype, dev, reps):
 
     forged()
     ref = stock()
-    err = max((o.float() - r.float()).abs().max().item() for o, r in zip(outputs, ref))
+    err = max((o.float() - r.float()).abs().max().item() for o, r in zip(outputs, ref) if r.numel())
     print(f"{shape_text}: max abs difference from aten ({op}): {err:.3g}")
     if not err < 0.1:  # bf16 outputs of magnitude ~10 differ by a few ulps; NaN fails too
         sys.exit(f"{shape_text}: MISMATCH")
@@ -165,10 +196,11 @@ def probe(lib, op, shape_text, groups, dtype, dev, reps):
             times.append(s.elapsed_time(e) * 1000)
         return sorted(times)[len(times) // 2]
 
-    bytes_moved = 2 * inputs[0].numel() * inputs[0].element_size()
-    floor = bytes_moved / 4.28e12 * 1e6  # the copy ceiling measured on the H200 (KERNELS.md)
     src, dst = inputs[0], outputs[0]
-    return median_us(forged), median_us(stock), median_us(lambda: dst.copy_(src)), floor
+    bytes_moved = src.numel() * src.element_size() + dst.numel() * dst.element_size()
+    floor = bytes_moved / 4.28e12 * 1e6  # the copy ceiling measured on the H200 (KERNELS.md)
+    copy = median_us(lambda: dst.copy_(src)) if dst.shape == src.shape else None  # a reduction has no copy
+    return median_us(forged), median_us(stock), copy, floor
 
 
 def main():
@@ -201,8 +233,9 @@ def main():
     print(f"{'shape':16} {name + ' us':>24} {'floor %':>8} {'copy %':>7} {'stock us':>9} {'floor %':>8} "
           f"{'copy us':>8}  params")
     for s, (f_us, s_us, c_us, floor) in rows:
-        print(f"{s:16} {f_us:24.1f} {100 * floor / f_us:8.1f} {100 * c_us / f_us:7.1f} {s_us:9.1f} "
-              f"{100 * floor / s_us:8.1f} {c_us:8.1f}  {a.params}")
+        copy_pct, copy_us = ("%7.1f" % (100 * c_us / f_us), "%8.1f" % c_us) if c_us else ("%7s" % "-", "%8s" % "-")
+        print(f"{s:16} {f_us:24.1f} {100 * floor / f_us:8.1f} {copy_pct} {s_us:9.1f} "
+              f"{100 * floor / s_us:8.1f} {copy_us}  {a.params}")
 
 
 if __name__ == "__main__":

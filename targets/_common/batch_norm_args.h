@@ -9,7 +9,7 @@ struct BnArgs {
   void* y;
   void* save_mean;    // NULL when the caller's save_mean has no elements (CPU eval)
   void* save_invstd;  // likewise
-  int32_t x_dtype, p_dtype, s_dtype;  // s_dtype: float32 when save_* are empty
+  int32_t x_dtype, p_dtype, s_dtype;  // s_dtype: x_dtype when save_* are empty (CPU eval)
   int64_t N, C, HW, numel;
   bool channels_last;  // the memory is channels-last (the channel fastest), not also NCHW
   float eps;

@@ -54,7 +54,7 @@ inline int parse_batch_norm(const forge_call* call, bool accept_channels_last, B
              !host_contiguous(si)))
     return 1;
   a = BnArgs{x.data,  w.data,   b.data, rm.data, rv.data, y.data, ns ? sm.data : nullptr, ns ? si.data : nullptr,
-             x.dtype, rm.dtype, ns ? sm.dtype : FORGE_FLOAT32, N, C, HW, numel, !nchw,
+             x.dtype, rm.dtype, ns ? sm.dtype : x.dtype, N, C, HW, numel, !nchw,
              static_cast<float>(call->scalars[2].f)};
   return 0;
 }
