@@ -1,9 +1,10 @@
 /* batch_norm in inference, CUDA strategy "flat_affine": the tensor as a flat
  * array of 16-byte vectors (whenever the pointers and numel allow), each
- * vector's channel looked up once when all its elements share a channel
- * (always when HxW is a multiple of the vector width; 42 of 49 vectors at 7x7
- * in bf16), twice when it straddles two (HxW >= the vector width), per
- * element otherwise (planes smaller than a vector, channels-last).
+ * vector's channel looked up: once when its first and last elements share a
+ * channel (always when HxW is a multiple of the vector width; 42 of 49
+ * vectors at 7x7 in bf16), once for each of the two channels a vector
+ * straddles (planes of a vector or more), per element otherwise (smaller
+ * planes, channels-last).
  *
  * Math (eval mode), per channel c, fp32: invstd = rsqrt(running_var[c] + eps);
  * y = fma((x - running_mean[c]) * invstd, w[c], b[c]) - the stock CUDA
@@ -59,24 +60,19 @@ struct ChannelOf {
   int64_t C, HW;
   DivU32 by_c, by_hw;
 };
-// Plane of flat element i (i / HW) and its offset in that plane.
+// Channel of flat element i: (i / HW) % C for NCHW, i % C for channels-last.
 template <bool SMALL>
-__device__ __forceinline__ void plane_of(int64_t i, const ChannelOf& k, int64_t& plane, int64_t& offset) {
-  if (SMALL) {
-    const uint32_t q = k.by_hw.div(static_cast<uint32_t>(i));
-    plane = q;
-    offset = static_cast<uint32_t>(i) - q * static_cast<uint32_t>(k.HW);
-  } else {
-    plane = i / k.HW;
-    offset = i - plane * k.HW;
-  }
-}
-// Channel of plane p (NCHW), or of element i (channels-last): p % C.
-template <bool SMALL>
-__device__ __forceinline__ int64_t channel_mod(int64_t p, const ChannelOf& k) {
-  if (!SMALL) return p % k.C;
-  const uint32_t q = static_cast<uint32_t>(p);
+__device__ __forceinline__ int64_t channel_of(int64_t i, const ChannelOf& k, bool cl) {
+  if (!SMALL) return cl ? i % k.C : (i / k.HW) % k.C;
+  const uint32_t q = cl ? static_cast<uint32_t>(i) : k.by_hw.div(static_cast<uint32_t>(i));
   return q - k.by_c.div(q) * static_cast<uint32_t>(k.C);
+}
+// Elements of the vector at flat NCHW index i that lie in i's plane: HW - i % HW.
+template <bool SMALL>
+__device__ __forceinline__ int64_t left_in_plane(int64_t i, const ChannelOf& k) {
+  if (!SMALL) return k.HW - i % k.HW;
+  const uint32_t n = static_cast<uint32_t>(i);
+  return k.HW - (n - k.by_hw.div(n) * static_cast<uint32_t>(k.HW));
 }
 
 template <class T, class TP, class TS, int VW, bool VEC, bool SMALL>
@@ -87,8 +83,6 @@ __global__ void __launch_bounds__(BLOCK) bn_flat(const T* __restrict__ x, const 
   write_saved(rm, rv, sm, si, ch.C, eps);
   const int64_t nvec = numel / VW;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * BLOCK * UNROLL;
-  // NCHW planes of at least a vector: a vector spans one channel or two.
-  const bool two_at_most = !cl && ch.HW >= VW;
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * BLOCK * UNROLL + threadIdx.x; base < nvec; base += stride) {
     float v[UNROLL][VW];
 #pragma unroll
@@ -103,30 +97,31 @@ __global__ void __launch_bounds__(BLOCK) bn_flat(const T* __restrict__ x, const 
     for (int u = 0; u < UNROLL; ++u) {
       const int64_t iv = base + static_cast<int64_t>(u) * BLOCK;
       if (iv >= nvec) continue;
-      if (two_at_most) {
-        // Elements before `split` lie in the vector's first plane, the rest
-        // in the next one (the next channel, wrapping to 0 at the next image).
-        int64_t plane, offset;
-        plane_of<SMALL>(iv * VW, ch, plane, offset);
-        const int split = ch.HW - offset < VW ? static_cast<int>(ch.HW - offset) : VW;
+      const int64_t c0 = VEC && !cl ? channel_of<SMALL>(iv * VW, ch, false) : -1;
+      if (VEC && !cl && (VW == 1 || c0 == channel_of<SMALL>(iv * VW + VW - 1, ch, false))) {
+        float mean, invstd, wc, bc;  // the whole vector lies in channel c0
+        channel_params(rm, rv, w, b, c0, eps, mean, invstd, wc, bc);
+#pragma unroll
+        for (int e = 0; e < VW; ++e) v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
+      } else if (VEC && !cl && ch.HW >= VW) {
+        // Across two planes: elements before `split` in channel c0, the rest
+        // in the next plane's channel (c0 + 1, or 0 at the next image).
+        const int split = static_cast<int>(left_in_plane<SMALL>(iv * VW, ch));
+        const int64_t c1 = c0 + 1 == ch.C ? 0 : c0 + 1;
         float mean, invstd, wc, bc;
-        channel_params(rm, rv, w, b, channel_mod<SMALL>(plane, ch), eps, mean, invstd, wc, bc);
+        channel_params(rm, rv, w, b, c0, eps, mean, invstd, wc, bc);
 #pragma unroll
         for (int e = 0; e < VW; ++e)
           if (e < split) v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
-        if (split < VW) {
-          channel_params(rm, rv, w, b, channel_mod<SMALL>(plane + 1, ch), eps, mean, invstd, wc, bc);
+        channel_params(rm, rv, w, b, c1, eps, mean, invstd, wc, bc);
 #pragma unroll
-          for (int e = 0; e < VW; ++e)
-            if (e >= split) v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
-        }
+        for (int e = 0; e < VW; ++e)
+          if (e >= split) v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
       } else {
 #pragma unroll
-        for (int e = 0; e < VW; ++e) {  // channels-last, or planes smaller than a vector
-          int64_t plane, offset;
-          if (!cl) plane_of<SMALL>(iv * VW + e, ch, plane, offset);
+        for (int e = 0; e < VW; ++e) {  // planes smaller than a vector, channels-last
           float mean, invstd, wc, bc;
-          channel_params(rm, rv, w, b, channel_mod<SMALL>(cl ? iv * VW + e : plane, ch), eps, mean, invstd, wc, bc);
+          channel_params(rm, rv, w, b, channel_of<SMALL>(iv * VW + e, ch, cl), eps, mean, invstd, wc, bc);
           v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
         }
       }

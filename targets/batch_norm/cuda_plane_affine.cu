@@ -18,8 +18,7 @@
  *
  * Why it is fast: no per-element channel division; LANES = 8..16 for 7x7
  * planes (KERNELS.md: sub-warp groups over 49-element planes), a block per
- * plane for 56x56 and up; 16-byte vectors when HW * sizeof(dtype) % 16 == 0;
- * FORGE_P_UNROLL loads per lane in flight before the first store.
+ * plane for 56x56 and up; 16-byte vectors when HW * sizeof(dtype) % 16 == 0.
  * Compiled here (nvcc 13, sm_90a) but not run on this machine: no GPU.
  */
 #include <cuda_bf16.h>
@@ -36,9 +35,6 @@
 #ifndef FORGE_P_BLOCK
 #define FORGE_P_BLOCK 256 /* threads per block */
 #endif
-#ifndef FORGE_P_UNROLL
-#define FORGE_P_UNROLL 4 /* loads per lane in flight: 4, 8 */
-#endif
 #define ACCEPT_CHANNELS_LAST 0
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
@@ -47,8 +43,6 @@ namespace {
 
 constexpr int LANES = FORGE_P_LANES;
 constexpr int BLOCK = FORGE_P_BLOCK;
-constexpr int UNROLL = FORGE_P_UNROLL;
-static_assert(UNROLL >= 1 && UNROLL <= 16, "FORGE_P_UNROLL: 1..16");
 static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 in 64..1024");
 static_assert(LANES >= 1 && LANES <= BLOCK && BLOCK % LANES == 0, "FORGE_P_LANES must divide FORGE_P_BLOCK");
 
@@ -69,27 +63,14 @@ __global__ void __launch_bounds__(BLOCK) bn_planes(const T* __restrict__ x, cons
     channel_params(rm, rv, w, b, p % C, eps, mean, invstd, wc, bc);
     const T* xp = x + p * HW;
     T* yp = y + p * HW;
-    // UNROLL loads issued before the first store: a 7x7 plane's few elements
-    // per lane are latency-bound, so they go to memory together.
-    constexpr int64_t STEP = static_cast<int64_t>(LANES) * VW;
-    for (int64_t j0 = static_cast<int64_t>(lane) * VW; j0 < HW; j0 += UNROLL * STEP) {
-      float v[UNROLL][VW];
+    for (int64_t j = static_cast<int64_t>(lane) * VW; j < HW; j += static_cast<int64_t>(LANES) * VW) {
+      float v[VW];
+      if (VEC) load_n<T, VW>(xp + j, v);
+      else v[0] = Io<T>::to(xp[j]);
 #pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const int64_t j = j0 + u * STEP;
-        if (j >= HW) continue;
-        if (VEC) load_n<T, VW>(xp + j, v[u]);
-        else v[u][0] = Io<T>::to(xp[j]);
-      }
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const int64_t j = j0 + u * STEP;
-        if (j >= HW) continue;
-#pragma unroll
-        for (int e = 0; e < VW; ++e) v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
-        if (VEC) store_n<T, VW>(yp + j, v[u]);
-        else yp[j] = Io<T>::from(v[u][0]);
-      }
+      for (int e = 0; e < VW; ++e) v[e] = bn_apply(v[e], mean, invstd, wc, bc);
+      if (VEC) store_n<T, VW>(yp + j, v);
+      else yp[j] = Io<T>::from(v[0]);
     }
   }
 }

@@ -16,10 +16,8 @@
  * Why it is fast: N x 2048 x 7 x 7 is latency-bound (6.4 MB at N = 32 bf16,
  * ~2 us at full bandwidth): a warp per 49-element plane leaves 15 of 32 lanes
  * idle; 8-16 lanes per plane keep all lanes loading, the group reduction is
- * log2(LANES) shuffles, and one wave of small blocks covers the GPU. Each lane
- * issues FORGE_P_UNROLL loads before it adds (a plane of 1536 floats over 32
- * lanes is 12 dependent loads otherwise). 16-byte vectors when
- * HW*sizeof(dtype) % 16 == 0 and the pointer is aligned.
+ * log2(LANES) shuffles, and one wave of small blocks covers the GPU. 16-byte
+ * vectors when HW*sizeof(dtype) % 16 == 0 and the pointer is aligned.
  * Compiled here (nvcc 13, sm_90a) but not run on this machine: no GPU.
  */
 #include <cuda_bf16.h>
@@ -36,9 +34,6 @@
 #ifndef FORGE_P_BLOCK
 #define FORGE_P_BLOCK 256 /* threads per block: 64 .. 1024 */
 #endif
-#ifndef FORGE_P_UNROLL
-#define FORGE_P_UNROLL 4 /* loads per lane in flight: 4, 8, 16 */
-#endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
 
@@ -46,8 +41,6 @@ namespace {
 
 constexpr int LANES = FORGE_P_LANES;
 constexpr int BLOCK = FORGE_P_BLOCK;
-constexpr int UNROLL = FORGE_P_UNROLL;
-static_assert(UNROLL >= 1 && UNROLL <= 16, "FORGE_P_UNROLL: 1..16");
 static_assert(LANES == 4 || LANES == 8 || LANES == 16 || LANES == 32, "FORGE_P_LANES: 4, 8, 16 or 32");
 static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32, <= 1024");
 
@@ -64,24 +57,15 @@ __global__ void __launch_bounds__(BLOCK) mean_plane_lanes(const TI* __restrict__
     float s = 0.0f;
     if (live) {
       const TI* xp = x + p * HW;
-      // UNROLL loads in flight per lane, summed in the order one at a time
-      // would (same bits): a short plane's loads otherwise wait one by one.
-      constexpr int64_t STEP = static_cast<int64_t>(LANES) * VW;
-      for (int64_t j0 = static_cast<int64_t>(lane) * VW; j0 < HW; j0 += UNROLL * STEP) {
-        float v[UNROLL][VW];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-          const int64_t j = j0 + u * STEP;
-          if (j >= HW) continue;
-          if (VEC) load_n<TI, VW>(xp + j, v[u]);
-          else v[u][0] = Io<TI>::to(xp[j]);
+      for (int64_t j = static_cast<int64_t>(lane) * VW; j < HW; j += static_cast<int64_t>(LANES) * VW) {
+        float v[VW];
+        if (VEC) {
+          load_n<TI, VW>(xp + j, v);
+        } else {
+          v[0] = Io<TI>::to(xp[j]);
         }
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-          if (j0 + u * STEP >= HW) continue;
-#pragma unroll
-          for (int e = 0; e < VW; ++e) s += v[u][e];
-        }
+        for (int e = 0; e < VW; ++e) s += v[e];
       }
     }
     s = group_sum<LANES>(s);
