@@ -1,9 +1,15 @@
 #include <doctest/doctest.h>
+#include <dlfcn.h>
 
+#include <cmath>
+#include <cstring>
+
+#include "rules/compile.h"
 #include "rules/family.h"
 #include "rules/strategies.h"
 #include "util/error.h"
 #include "util/process.h"
+#include "runtime/abi/forge_kernel.h"
 #include "tests/support.h"
 
 namespace forge {
@@ -195,6 +201,85 @@ TEST_CASE("the proposer starts with each strategy's defaults, then refines one s
   REQUIRE(children.size() == 2);  // X:1 and X:3; never X:2 again
   CHECK(children[0].params == json{{"X", 1}});
   CHECK(children[1].params == json{{"X", 3}});
+}
+
+namespace {
+uint16_t to_bf16(float f) {  // round to nearest even
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+forge_tensor tensor_1d(void* data, int64_t n) {
+  forge_tensor t{};
+  t.data = data, t.sizes[0] = n, t.strides[0] = 1, t.ndim = 1, t.dtype = FORGE_BFLOAT16;
+  return t;
+}
+}  // namespace
+
+// Stock CPU batch_norm returns its saved statistics empty in eval mode, and a
+// bf16 signature's instance compiles bf16 alone (FORGE_DTYPES): the empty
+// outputs' dtype must not need float32 (it did, and every call fell back).
+TEST_CASE("a CPU batch_norm instance for a bf16 signature runs stock's eval calls, empty saves and all") {
+  const Strategy* plane = nullptr;
+  std::vector<Strategy> strategies;
+  for (const auto& f : load_families(default_targets_dir()))
+    if (f.name == "batch_norm") strategies = load_strategies(f);
+  for (const auto& s : strategies)
+    if (s.name == "plane_affine") plane = &s;
+  REQUIRE(plane);
+  SignatureFacts facts;
+  facts.dtypes = 1u << FORGE_BFLOAT16;
+  test::TempDir tmp;
+  test::write_text(tmp / "candidate.cpp", instantiate(*plane, param_grid(*plane).front(), facts));
+  Command compile;
+  compile.argv = compile_flags(CandidateLang::Cpp, "");
+  for (std::string a : {(tmp / "candidate.cpp").string(), std::string("-o"), (tmp / "candidate.so").string()})
+    compile.argv.push_back(a);
+  compile.timeout_seconds = 120;
+  const CommandResult built = make_process_runner()->run(compile);
+  REQUIRE_MESSAGE(built.ok(), built.err);
+  void* lib = dlopen((tmp / "candidate.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE_MESSAGE(lib, dlerror());
+  void* entry = dlsym(lib, "forge_kernel");
+  REQUIRE(entry);
+  auto kernel = reinterpret_cast<int (*)(const forge_call*)>(entry);
+
+  const int64_t N = 2, C = 3, HW = 5;  // [2, 3, 5, 1]
+  std::vector<uint16_t> x(N * C * HW), y(x.size(), 0x7fc0), w(C), b(C), rm(C), rv(C);  // y: NaN
+  for (size_t i = 0; i < x.size(); ++i) x[i] = to_bf16(0.37f * static_cast<float>(i % 11) - 1.5f);
+  for (int64_t c = 0; c < C; ++c) {
+    w[c] = to_bf16(0.5f + c), b[c] = to_bf16(0.25f * c - 0.5f), rm[c] = to_bf16(0.1f * c);
+    rv[c] = to_bf16(0.75f + c);
+  }
+  forge_tensor in[5] = {{}, tensor_1d(w.data(), C), tensor_1d(b.data(), C), tensor_1d(rm.data(), C),
+                        tensor_1d(rv.data(), C)};
+  forge_tensor out[3] = {{}, tensor_1d(nullptr, 0), tensor_1d(nullptr, 0)};  // saves empty, as stock's
+  const int64_t sizes[4] = {N, C, HW, 1}, strides[4] = {C * HW, HW, 1, 1};
+  for (forge_tensor* t : {&in[0], &out[0]}) {
+    t->ndim = 4, t->dtype = FORGE_BFLOAT16;
+    std::memcpy(t->sizes, sizes, sizeof sizes);
+    std::memcpy(t->strides, strides, sizeof strides);
+  }
+  in[0].data = x.data(), out[0].data = y.data();
+  forge_scalar scalars[3] = {};
+  scalars[0].kind = FORGE_ARG_BOOL;  // training = false
+  scalars[1].kind = FORGE_ARG_FLOAT, scalars[1].f = 0.1;
+  scalars[2].kind = FORGE_ARG_FLOAT, scalars[2].f = 1e-5;
+  const forge_call call{in, 5, out, 3, scalars, 3, nullptr, 0, nullptr};
+  CHECK(kernel(&call) == 0);
+  for (int64_t i = 0; i < N * C * HW; ++i) {
+    const int64_t c = i / HW % C;
+    const float ref = (from_bf16(x[i]) - from_bf16(rm[c])) / std::sqrt(from_bf16(rv[c]) + 1e-5f) * from_bf16(w[c]) +
+                      from_bf16(b[c]);
+    CHECK(std::fabs(from_bf16(y[i]) - ref) <= 0.01f * std::fabs(ref) + 0.02f);  // bf16: 8 bits of mantissa
+  }
+  dlclose(lib);
 }
 
 TEST_SUITE_END();
