@@ -24,10 +24,6 @@ json number_or_null(const json& obj, const char* key) {
   return obj.contains(key) && obj[key].is_number() ? obj[key] : json(nullptr);
 }
 
-BenchTime candidate_time(const json& rec) {
-  const json c = rec.value("bench", json::object()).value("candidate_us", json::object());
-  return {c.value("median", 0.0), c.value("spread", 0.0)};
-}
 
 std::string timing_line(const json& t) {
   if (!t.is_object()) return "null";
@@ -113,6 +109,11 @@ HistoryEntry make_entry(const BuildContext& ctx, const Target& t, const KernelRe
 }
 
 }  // namespace
+
+BenchTime candidate_time(const json& rec) {
+  const json c = rec.value("bench", json::object()).value("candidate_us", json::object());
+  return {c.value("median", 0.0), c.value("spread", 0.0)};
+}
 
 std::vector<size_t> improvement_chain(const std::vector<BenchTime>& times) {
   std::vector<size_t> chain;

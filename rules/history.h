@@ -24,6 +24,9 @@ struct BenchTime {
   double median = 0, spread = 0;  // microseconds; spread = interquartile range
 };
 
+// A kernel's time from its evaluation record (bench.candidate_us).
+BenchTime candidate_time(const nlohmann::json& evaluation);
+
 // Indices into `times` (kernels in iteration order, each already faster than
 // stock) of the improvement chain: the first, then each that beats the last kept.
 std::vector<size_t> improvement_chain(const std::vector<BenchTime>& times);

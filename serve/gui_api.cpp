@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engine/store_json.h"
+#include "rules/history.h"
 #include "rules/history_repo.h"
 
 namespace forge::serve {
@@ -155,6 +156,11 @@ json GuiApi::tree(const std::string& target) const {
                    {"status", "ok"},
                    {"speedup", 1.0}});
   json progress = json::array();
+  // "best" after each iteration: the kernel the target would ship then, the
+  // tip of its improvement chain (rules/history.h), as the report and the
+  // package have it; 1 (stock) until a kernel is faster than stock.
+  std::vector<BenchTime> kept_times;
+  std::vector<double> kept_speedups;
   double best = 1.0;
   for (const auto& r : journal["records"]) {
     const json action = r.value("action", json::object());
@@ -175,7 +181,15 @@ json GuiApi::tree(const std::string& target) const {
                      {"reason", outcome.value("reason", "")}});
     const std::string status = outcome.value("status", "");
     double s = speedup.is_number() ? speedup.get<double>() : 0;
-    if (status == "ok" && s > best) best = s;
+    const json evaluation = steps.value("evaluation", json());
+    if (status == "ok" && evaluation.is_string() && is_digest(evaluation.get<std::string>())) {
+      const json rec = get_json_object(m_store, evaluation.get<std::string>());
+      if (rec.is_object()) {  // a kernel whose record is missing is left out, as the history does
+        kept_times.push_back(candidate_time(rec));
+        kept_speedups.push_back(s);
+        best = kept_speedups[improvement_chain(kept_times).back()];
+      }
+    }
     progress.push_back(
         {{"iteration", r.value("i", 0)},
          {"speedup", (status == "ok" || status == "slower") ? json(s) : json(nullptr)},

@@ -132,6 +132,46 @@ TEST_CASE("overview, tree, node, ledger: shapes") {
   CHECK(history["commits"].empty());
 }
 
+// The plot's "best" is the kernel the target ships (the tip of the history's
+// improvement chain), not the running maximum: a kernel faster only within
+// both spreads does not replace the tip, in the plot as in the package.
+TEST_CASE("the progress plot's best follows the shipped kernel, not the fastest median") {
+  TempDir tmp;
+  forge::store::LocalStore store{tmp / "store", [](const std::string&) {}};
+  auto kernel = [&](int i, const char* status, double speedup, double median, double spread) {
+    const std::string eval = store.put_object(
+        json{{"verdict", "accepted"}, {"bench", {{"candidate_us", {{"median", median}, {"spread", spread}}}}}}
+            .dump());
+    return json{{"i", i},
+                {"node", i + 1},
+                {"parent", 0},
+                {"action", {{"kind", "strategy"}, {"strategy", "rows"}, {"params", {{"V", i}}}, {"note", ""}}},
+                {"outcome",
+                 {{"status", status}, {"speedup", speedup}, {"reason", status}, {"steps", {{"evaluation", eval}}}}}};
+  };
+  json records = json::array({kernel(0, "slower", 0.9, 11.0, 0.5),  // verified, not faster than stock
+                              kernel(1, "ok", 1.5, 10.0, 1.0),      // the first kernel: the tip
+                              kernel(2, "ok", 1.6, 9.5, 1.0),       // 0.5 us faster, within 2 us of spread
+                              kernel(3, "ok", 2.0, 7.0, 0.5)});     // 3 us faster: the new tip
+  store.put_ref("journal/" + kTarget, json{{"format", "forge-journal"},
+                                           {"version", 1},
+                                           {"context", "c"},
+                                           {"search", json::object()},
+                                           {"seconds", 1.0},
+                                           {"records", records}}
+                                          .dump());
+  serve::ApiConfig config;
+  config.store_root = tmp / "store";
+  serve::GuiApi api(store, config);
+  json tree = json::parse(api.get("/api/tree", {{"target", kTarget}}).body);
+  REQUIRE(tree["progress"].size() == 4);
+  CHECK(tree["progress"][0]["best"] == 1.0);
+  CHECK(tree["progress"][1]["best"] == 1.5);
+  CHECK(tree["progress"][2]["best"] == 1.5);  // the running maximum would say 1.6
+  CHECK(tree["progress"][2]["speedup"] == 1.6);
+  CHECK(tree["progress"][3]["best"] == 2.0);
+}
+
 TEST_CASE("errors are JSON with status codes") {
   Fixture f;
   CHECK(f.get("/api/nope").first == 404);
