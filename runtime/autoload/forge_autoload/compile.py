@@ -81,6 +81,35 @@ def _matches(entry, args):
     return True
 
 
+# What torch.compile traces in place of a captured op: the captured op's
+# entries then guard the traced op too, whose arguments map onto the captured
+# op's. BatchNorm in eval mode runs native_batch_norm eagerly but traces to
+# _native_batch_norm_legit_no_training(input, weight, bias, running_mean,
+# running_var, momentum, eps): the same kernel without `training`.
+_TRACED_AS = {
+    ("aten::native_batch_norm", "default"): [
+        ("_native_batch_norm_legit_no_training", "default", lambda a: tuple(a[:5]) + (False,) + tuple(a[5:])),
+    ],
+}
+
+
+def _route(table, aten_op, entries, forge_op, to_captured=lambda a: a):
+    """Decomposes aten_op into forge_op for calls inside an entry's family;
+    Inductor's own decomposition (or none) for every other call."""
+    original = table.get(aten_op)
+
+    def decompose(*args, **kwargs):
+        if not kwargs:
+            captured = to_captured(args)
+            if any(_matches(e, captured) for e in entries):
+                return forge_op(*captured)
+        if original is not None:
+            return original(*args, **kwargs)
+        return NotImplemented
+
+    table[aten_op] = decompose
+
+
 def _install_op(op, overload, entries):
     import torch
     from torch._inductor import decomposition as idecomp
@@ -96,16 +125,10 @@ def _install_op(op, overload, entries):
     torch.library.register_fake("forge::" + fname, lambda *args: aten_op(*args), lib=lib)
     _libraries.append(lib)
     forge_op = getattr(getattr(torch.ops.forge, fname), "default")
-    original = idecomp.decompositions.get(aten_op)
-
-    def decompose(*args, **kwargs):
-        if not kwargs and any(_matches(e, args) for e in entries):
-            return forge_op(*args)
-        if original is not None:
-            return original(*args, **kwargs)
-        return NotImplemented
-
-    idecomp.decompositions[aten_op] = decompose
+    _route(idecomp.decompositions, aten_op, entries, forge_op)
+    for traced, traced_overload, to_captured in _TRACED_AS.get((op, overload), []):
+        traced_op = getattr(getattr(torch.ops.aten, traced), traced_overload)
+        _route(idecomp.decompositions, traced_op, entries, forge_op, to_captured)
 
 
 def install(package_json=None, policy=None):
@@ -127,7 +150,10 @@ def install(package_json=None, policy=None):
     # CPU entries apply by thread count, decided when a graph is traced: the
     # count then enters the cache key too.
     by_threads = any(e.get("stock_threads") for v in by_op.values() for e in v)
-    _key_inductor_cache(json.dumps([policy, sorted(by_op.items())], sort_keys=True), by_threads)
+    # The traced spellings routed as well: a graph cached before a spelling
+    # was routed must not be reused.
+    traced = sorted("%s.%s <- %s.%s" % (op, ov, t, tov) for op, ov in by_op for t, tov, _ in _TRACED_AS.get((op, ov), []))
+    _key_inductor_cache(json.dumps([policy, sorted(by_op.items()), traced], sort_keys=True), by_threads)
     return sorted("%s.%s" % k for k in by_op)
 
 

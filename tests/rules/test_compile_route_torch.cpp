@@ -1,0 +1,92 @@
+// forge_compile (runtime/autoload/forge_autoload/compile.py) on the CPU: what
+// torch.compile traces in place of a captured op reaches the forged op too.
+// BatchNorm in eval mode runs aten::native_batch_norm eagerly (what capture
+// records) but traces to _native_batch_norm_legit_no_training, so until that
+// spelling was routed a compiled ResNet never called its forged batch norms.
+// No forge build: a hand-written package.json, the library not loaded (the
+// forge op then calls stock), Inductor's generated code read back.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "tests/support.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kRoute = R"(import json, os, sys, torch, torch.nn as nn, torch.nn.functional as F
+from torch._inductor.utils import run_and_get_code
+sys.path.insert(0, os.path.join(sys.argv[1], "runtime", "autoload"))
+from forge_autoload import compile as fc
+
+def tensor(name, sizes):
+    strides, s = [], 1
+    for d in reversed(sizes):
+        strides.insert(0, s); s *= d
+    return {"type": "Tensor", "name": name, "dtype": "float32", "device": "cpu", "sizes": sizes,
+            "strides": strides, "requires_grad": False}
+# One entry, as a build writes it: native_batch_norm on [N,3,4,4], N varying.
+entry = {"op": "aten::native_batch_norm", "overload": "", "under_compile": "forge", "contiguous": True,
+         "vary": [{"arg": 0, "dim": 0}], "pins": [],
+         "args": [tensor("input", [2, 3, 4, 4])] +
+                 [tensor(n, [3]) for n in ("weight", "bias", "running_mean", "running_var")] +
+                 [{"type": "bool", "value": False}, {"type": "float", "value": 0.1},
+                  {"type": "float", "value": 1e-5}]}
+json.dump({"entries": [entry]}, open("package.json", "w"))
+print("installed", fc.install(os.path.abspath("package.json")))
+
+torch.manual_seed(0)
+def module(c):
+    bn = nn.BatchNorm2d(c).eval()
+    bn.running_mean.normal_(); bn.running_var.uniform_(0.5, 2); bn.weight.data.normal_(); bn.bias.data.normal_()
+    return bn
+def ref(bn, x):
+    return torch.relu(F.batch_norm(x.double(), bn.running_mean.double(), bn.running_var.double(),
+                                   bn.weight.double(), bn.bias.double(), False, 0.1, 1e-5)) * 2
+bn3, bn4 = module(3), module(4)
+f = torch.compile(lambda t: torch.relu(bn3(t)) * 2)
+g = torch.compile(lambda t: torch.relu(bn4(t)) * 2)  # 4 channels: outside the entry
+with torch.no_grad():
+    x, x4 = torch.randn(5, 3, 4, 4), torch.randn(5, 4, 4, 4)  # batch 5: inside the family
+    y, code = run_and_get_code(f, x)
+    y4, code4 = run_and_get_code(g, x4)
+calls = [l.strip() for c in code for l in c.splitlines() if "= torch.ops.forge.native_batch_norm" in l]
+print("forge calls %d: %s" % (len(calls), calls))
+print("forge ops outside the entry", sum(c.count("torch.ops.forge.") for c in code4))
+err = max((y.double() - ref(bn3, x)).abs().max().item(), (y4.double() - ref(bn4, x4)).abs().max().item())
+print("max error %.3g" % err)
+)";
+
+}  // namespace
+
+TEST_SUITE_BEGIN("rules::CompileRouteTorch");
+
+TEST_CASE("under torch.compile an eval BatchNorm (traced as _native_batch_norm_legit_no_training) calls the forged op") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  test::write_text(dir / "route.py", kRoute);
+  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
+  // A fresh Inductor cache: a graph compiled by another run must not answer.
+  const std::string cmd = "cd '" + dir.path().string() + "' && TORCHINDUCTOR_CACHE_DIR='" +
+                          (dir / "inductor").string() + "' OMP_NUM_THREADS=1 '" +
+                          (repo / ".venv/bin/python").string() + "' route.py '" + repo.string() +
+                          "' > out.txt 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const std::string out = test::read_text(dir / "out.txt");
+  INFO(out);
+  REQUIRE(rc == 0);
+  CHECK(out.find("installed ['aten::native_batch_norm.default']") != std::string::npos);
+  // One call, the captured op's eight arguments (training False) in the traced op's place.
+  CHECK(out.find("forge calls 1: [") != std::string::npos);
+  CHECK(out.find(", False, 0.1, 1e-05)']") != std::string::npos);
+  CHECK(out.find("forge ops outside the entry 0") != std::string::npos);
+  const auto at = out.find("max error ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(out.substr(at + 10)) < 1e-4);
+}
+
+TEST_SUITE_END();
+}  // namespace forge
