@@ -152,7 +152,8 @@ def install(package_json=None, policy=None):
     by_threads = any(e.get("stock_threads") for v in by_op.values() for e in v)
     # The traced spellings routed as well: a graph cached before a spelling
     # was routed must not be reused.
-    traced = sorted("%s.%s <- %s.%s" % (op, ov, t, tov) for op, ov in by_op for t, tov, _ in _TRACED_AS.get((op, ov), []))
+    traced = sorted("%s.%s <- %s.%s" % (op, ov, t, tov)
+                    for op, ov in by_op for t, tov, _ in _TRACED_AS.get((op, ov), []))
     _key_inductor_cache(json.dumps([policy, sorted(by_op.items()), traced], sort_keys=True), by_threads)
     return sorted("%s.%s" % k for k in by_op)
 
