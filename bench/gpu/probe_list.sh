@@ -20,9 +20,12 @@ i=0 failed=0
 while IFS= read -r line; do
   case "$line" in ''|'#'*) continue ;; esac
   eval "set -- $line"
+  if [ $# -ne 5 ]; then echo "$list: not OP DTYPE TEMPLATE 'PARAMS' 'SHAPES': $line" >&2; exit 2; fi
   op=$1 dtype=$2 template=$3 params=$4 shapes=$5
   i=$((i + 1)); keep=$keep_root/$i
   if [ -n "${PROBE_BUILD_ONLY:-}" ]; then
+    # A template outside the tree (an old form copied in for one call) is skipped here.
+    if [ ! -f "$template" ]; then echo "skipped (not in this tree): $template" >&2; continue; fi
     python3 bench/gpu/template_probe.py "$template" "$params" --dtype "$dtype" --keep "$keep" --build-only || exit 1
     continue
   fi

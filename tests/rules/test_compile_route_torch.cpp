@@ -1,10 +1,11 @@
 // forge_compile (runtime/autoload/forge_autoload/compile.py) on the CPU: what
-// torch.compile traces in place of a captured op reaches the forged op too.
-// BatchNorm in eval mode runs aten::native_batch_norm eagerly (what capture
-// records) but traces to _native_batch_norm_legit_no_training, so until that
-// spelling was routed a compiled ResNet never called its forged batch norms.
-// No forge build: a hand-written package.json, the library not loaded (the
-// forge op then calls stock), Inductor's generated code read back.
+// torch.compile traces in place of a captured op. BatchNorm in eval mode runs
+// aten::native_batch_norm eagerly (what capture records) but traces to
+// _native_batch_norm_legit_no_training. Under FORGE_COMPILE_POLICY=forge that
+// spelling reaches the forged op; under the measured policy it keeps
+// Inductor's code (and its fusion with the ops after it). No forge build: a
+// hand-written package.json, the library not loaded (the forge op then calls
+// stock), Inductor's generated code read back.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -36,7 +37,7 @@ entry = {"op": "aten::native_batch_norm", "overload": "", "under_compile": "forg
                  [{"type": "bool", "value": False}, {"type": "float", "value": 0.1},
                   {"type": "float", "value": 1e-5}]}
 json.dump({"entries": [entry]}, open("package.json", "w"))
-print("installed", fc.install(os.path.abspath("package.json")))
+print("installed", fc.install(os.path.abspath("package.json"), policy=sys.argv[2]))
 
 torch.manual_seed(0)
 def module(c):
@@ -64,28 +65,46 @@ print("max error %.3g" % err)
 
 TEST_SUITE_BEGIN("rules::CompileRouteTorch");
 
-TEST_CASE("under torch.compile an eval BatchNorm (traced as _native_batch_norm_legit_no_training) calls the forged op") {
+namespace {
+// Runs the script under `policy`, each run with a fresh Inductor cache (a
+// graph compiled by another run must not answer); its output.
+std::string route(const test::TempDir& dir, const std::string& policy) {
+  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
+  const fs::path cache = dir / ("inductor-" + policy), out = dir / ("out-" + policy + ".txt");
+  const std::string cmd = "cd '" + dir.path().string() + "' && TORCHINDUCTOR_CACHE_DIR='" + cache.string() +
+                          "' OMP_NUM_THREADS=1 '" + (repo / ".venv/bin/python").string() + "' route.py '" +
+                          repo.string() + "' " + policy + " > '" + out.string() + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::string text = test::read_text(out);
+  if (rc != 0) text += "\nexit status " + std::to_string(rc);
+  return text;
+}
+double max_error(const std::string& out) {
+  const auto at = out.find("max error ");
+  return at == std::string::npos ? 1e9 : std::stod(out.substr(at + 10));
+}
+}  // namespace
+
+TEST_CASE("an eval BatchNorm under torch.compile (_native_batch_norm_legit_no_training): forged when forced, Inductor's when measured") {
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   test::write_text(dir / "route.py", kRoute);
-  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
-  // A fresh Inductor cache: a graph compiled by another run must not answer.
-  const std::string cmd = "cd '" + dir.path().string() + "' && TORCHINDUCTOR_CACHE_DIR='" +
-                          (dir / "inductor").string() + "' OMP_NUM_THREADS=1 '" +
-                          (repo / ".venv/bin/python").string() + "' route.py '" + repo.string() +
-                          "' > out.txt 2>&1";
-  const int rc = std::system(cmd.c_str());
-  const std::string out = test::read_text(dir / "out.txt");
-  INFO(out);
-  REQUIRE(rc == 0);
-  CHECK(out.find("installed ['aten::native_batch_norm.default']") != std::string::npos);
+  const std::string forced = route(dir, "forge");
+  INFO(forced);
+  CHECK(forced.find("exit status") == std::string::npos);
+  CHECK(forced.find("installed ['aten::native_batch_norm.default']") != std::string::npos);
   // One call, the captured op's eight arguments (training False) in the traced op's place.
-  CHECK(out.find("forge calls 1: [") != std::string::npos);
-  CHECK(out.find(", False, 0.1, 1e-05)']") != std::string::npos);
-  CHECK(out.find("forge ops outside the entry 0") != std::string::npos);
-  const auto at = out.find("max error ");
-  REQUIRE(at != std::string::npos);
-  CHECK(std::stod(out.substr(at + 10)) < 1e-4);
+  CHECK(forced.find("forge calls 1: [") != std::string::npos);
+  CHECK(forced.find(", False, 0.1, 1e-05)']") != std::string::npos);
+  CHECK(forced.find("forge ops outside the entry 0") != std::string::npos);
+  CHECK(max_error(forced) < 1e-4);
+  // The entry says under_compile: forge, measured on the op alone; the traced
+  // spelling still keeps Inductor's code, which fuses it with the ReLU.
+  const std::string measured = route(dir, "measured");
+  INFO(measured);
+  CHECK(measured.find("installed ['aten::native_batch_norm.default']") != std::string::npos);
+  CHECK(measured.find("forge calls 0: []") != std::string::npos);
+  CHECK(max_error(measured) < 1e-4);
 }
 
 TEST_SUITE_END();
