@@ -24,7 +24,6 @@ json number_or_null(const json& obj, const char* key) {
   return obj.contains(key) && obj[key].is_number() ? obj[key] : json(nullptr);
 }
 
-
 std::string timing_line(const json& t) {
   if (!t.is_object()) return "null";
   return "median " + fmt_or_null(t.value("median", json()), "%.3f") + ", spread " +

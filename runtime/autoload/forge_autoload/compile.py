@@ -131,7 +131,8 @@ def _install_op(op, overload, entries, traced_too):
     _libraries.append(lib)
     forge_op = getattr(getattr(torch.ops.forge, fname), "default")
     _route(idecomp.decompositions, aten_op, entries, forge_op)
-    for traced, traced_overload, to_captured in _TRACED_AS.get((op, overload), []) if traced_too else []:
+    spellings = _TRACED_AS.get((op, overload), []) if traced_too else []
+    for traced, traced_overload, to_captured in spellings:
         traced_op = getattr(getattr(torch.ops.aten, traced), traced_overload)
         _route(idecomp.decompositions, traced_op, entries, forge_op, to_captured)
 
