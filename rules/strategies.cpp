@@ -106,7 +106,22 @@ SignatureFacts signature_facts(const Target& target) {
     static const std::map<std::string, int> code = {
         {"float32", FORGE_FLOAT32}, {"float16", FORGE_FLOAT16}, {"bfloat16", FORGE_BFLOAT16}};
     auto i = code.find(in->value("dtype", "")), o = code.find(out->value("dtype", ""));
-    if (i != code.end() && o != code.end()) f.dtypes = (1u << i->second) | (1u << o->second);
+    if (i != code.end() && o != code.end()) {
+      f.dtypes = (1u << i->second) | (1u << o->second);
+      // Every other tensor's type too (autocast's bf16 input with float32
+      // weights): an instance without it refuses every call.
+      auto add = [&](const json& t) {
+        if (!t.is_object() || t.value("type", "") != "Tensor") return;
+        auto c = code.find(t.value("dtype", ""));
+        if (c != code.end()) f.dtypes |= 1u << c->second;
+      };
+      for (const json* list : {&target.args, &target.outputs})
+        for (const auto& rec : *list) {
+          add(rec);
+          if (rec.is_object() && rec.value("value", json()).is_array())
+            for (const auto& t : rec["value"]) add(t);  // a Tensor[] argument
+        }
+    }
   }
   if (!in || !a.is_array() || a.size() < 2) return f;
   std::vector<int64_t> sizes = in->value("sizes", std::vector<int64_t>{});

@@ -57,8 +57,9 @@ struct SignatureFacts {
   bool dim_last = false;         // softmax over the last dim
   bool reduce_trailing = false;  // mean over the trailing dims
   std::optional<bool> training;  // batch_norm
-  // FORGE_DTYPES (runtime/abi/forge_kernel.h): 1 << code of the first input's
-  // and the first output's dtype; 0 when either is unknown (every type).
+  // FORGE_DTYPES (runtime/abi/forge_kernel.h): 1 << code of every float
+  // tensor's dtype among the arguments and outputs; 0 when the first input's
+  // or the first output's is unknown (every type).
   unsigned dtypes = 0;
 };
 SignatureFacts signature_facts(const Target& target);

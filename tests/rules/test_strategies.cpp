@@ -133,6 +133,15 @@ TEST_CASE("an instance compiles only the signature's input and output dtypes (FO
   t.args[0]["dtype"] = "int64";
   t.outputs = softmax_target({8, 1}).outputs;
   CHECK(signature_facts(t).dtypes == 0);
+  // Every tensor's type, not the first two alone: autocast's bf16 input with
+  // float32 weights, a float16 tensor in a Tensor[] argument.
+  t = softmax_target({8, 1});
+  t.args[0]["dtype"] = "bfloat16";
+  t.outputs[0]["dtype"] = "bfloat16";
+  t.args.push_back({{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {8}}, {"strides", {1}}});
+  CHECK(signature_facts(t).dtypes == ((1u << 3) | (1u << 0)));
+  t.args.push_back({{"type", "Tensor[]"}, {"value", {{{"type", "Tensor"}, {"dtype", "float16"}}}}});
+  CHECK(signature_facts(t).dtypes == ((1u << 3) | (1u << 2) | (1u << 0)));
 }
 
 TEST_CASE("applies: dtype, output dtype and layout") {
@@ -223,9 +232,12 @@ forge_tensor tensor_1d(void* data, int64_t n) {
 }  // namespace
 
 // Stock CPU batch_norm returns its saved statistics empty in eval mode, and a
-// bf16 signature's instance compiles bf16 alone (FORGE_DTYPES): the empty
-// outputs' dtype must not need float32 (it did, and every call fell back).
-TEST_CASE("a CPU batch_norm instance for a bf16 signature runs stock's eval calls, empty saves and all") {
+// bf16 signature's instance compiles only the signature's dtypes (FORGE_DTYPES):
+// the empty outputs' dtype must not need float32 (it did, and every call fell
+// back), and autocast's float32 parameters beside a bf16 input must be in the
+// instance (they were not: only the first input's and output's types were).
+namespace {
+void check_cpu_batch_norm_bf16(bool fp32_params) {
   const Strategy* plane = nullptr;
   std::vector<Strategy> strategies;
   for (const auto& f : load_families(default_targets_dir()))
@@ -233,8 +245,19 @@ TEST_CASE("a CPU batch_norm instance for a bf16 signature runs stock's eval call
   for (const auto& s : strategies)
     if (s.name == "plane_affine") plane = &s;
   REQUIRE(plane);
-  SignatureFacts facts;
-  facts.dtypes = 1u << FORGE_BFLOAT16;
+  const int64_t N = 2, C = 3, HW = 5;  // [2, 3, 5, 1]
+  const std::string p_type = fp32_params ? "float32" : "bfloat16";
+  auto record = [](const std::string& dtype, std::vector<long> sizes, std::vector<long> strides) {
+    return json{{"type", "Tensor"}, {"dtype", dtype}, {"sizes", sizes}, {"strides", strides}};
+  };
+  Target target;
+  target.op = "native_batch_norm";
+  target.args = json::array({record("bfloat16", {N, C, HW, 1}, {C * HW, HW, 1, 1})});
+  for (int i = 0; i < 4; ++i) target.args.push_back(record(p_type, {C}, {1}));
+  target.outputs = json::array({record("bfloat16", {N, C, HW, 1}, {C * HW, HW, 1, 1}),
+                                record("bfloat16", {0}, {1}), record("bfloat16", {0}, {1})});
+  const SignatureFacts facts = signature_facts(target);
+  CHECK(facts.dtypes == ((1u << FORGE_BFLOAT16) | (fp32_params ? 1u << FORGE_FLOAT32 : 0u)));
   test::TempDir tmp;
   test::write_text(tmp / "candidate.cpp", instantiate(*plane, param_grid(*plane).front(), facts));
   Command compile;
@@ -250,15 +273,20 @@ TEST_CASE("a CPU batch_norm instance for a bf16 signature runs stock's eval call
   REQUIRE(entry);
   auto kernel = reinterpret_cast<int (*)(const forge_call*)>(entry);
 
-  const int64_t N = 2, C = 3, HW = 5;  // [2, 3, 5, 1]
-  std::vector<uint16_t> x(N * C * HW), y(x.size(), 0x7fc0), w(C), b(C), rm(C), rv(C);  // y: NaN
+  std::vector<uint16_t> x(N * C * HW), y(x.size(), 0x7fc0);  // y: NaN
+  std::vector<float> p(4 * C);                                // w, b, rm, rv as float32 values
   for (size_t i = 0; i < x.size(); ++i) x[i] = to_bf16(0.37f * static_cast<float>(i % 11) - 1.5f);
   for (int64_t c = 0; c < C; ++c) {
-    w[c] = to_bf16(0.5f + c), b[c] = to_bf16(0.25f * c - 0.5f), rm[c] = to_bf16(0.1f * c);
-    rv[c] = to_bf16(0.75f + c);
+    // Exact in bf16 too, so both storages give the same reference.
+    p[c] = 0.5f + c, p[C + c] = 0.25f * c - 0.5f, p[2 * C + c] = 0.125f * c, p[3 * C + c] = 0.75f + c;
   }
-  forge_tensor in[5] = {{}, tensor_1d(w.data(), C), tensor_1d(b.data(), C), tensor_1d(rm.data(), C),
-                        tensor_1d(rv.data(), C)};
+  std::vector<uint16_t> p16(p.size());
+  for (size_t i = 0; i < p.size(); ++i) p16[i] = to_bf16(p[i]);
+  forge_tensor in[5] = {};
+  for (int i = 0; i < 4; ++i) {
+    in[1 + i] = fp32_params ? tensor_1d(p.data() + i * C, C) : tensor_1d(p16.data() + i * C, C);
+    if (fp32_params) in[1 + i].dtype = FORGE_FLOAT32;
+  }
   forge_tensor out[3] = {{}, tensor_1d(nullptr, 0), tensor_1d(nullptr, 0)};  // saves empty, as stock's
   const int64_t sizes[4] = {N, C, HW, 1}, strides[4] = {C * HW, HW, 1, 1};
   for (forge_tensor* t : {&in[0], &out[0]}) {
@@ -275,11 +303,16 @@ TEST_CASE("a CPU batch_norm instance for a bf16 signature runs stock's eval call
   REQUIRE(kernel(&call) == 0);
   for (int64_t i = 0; i < N * C * HW; ++i) {
     const int64_t c = i / HW % C;
-    const float ref = (from_bf16(x[i]) - from_bf16(rm[c])) / std::sqrt(from_bf16(rv[c]) + 1e-5f) * from_bf16(w[c]) +
-                      from_bf16(b[c]);
+    const float ref = (from_bf16(x[i]) - p[2 * C + c]) / std::sqrt(p[3 * C + c] + 1e-5f) * p[c] + p[C + c];
     CHECK(std::fabs(from_bf16(y[i]) - ref) <= 0.01f * std::fabs(ref) + 0.02f);  // bf16: 8 bits of mantissa
   }
   dlclose(lib);
+}
+}  // namespace
+
+TEST_CASE("a CPU batch_norm instance for a bf16 signature runs stock's eval calls, empty saves and all") {
+  SUBCASE("bf16 parameters") { check_cpu_batch_norm_bf16(false); }
+  SUBCASE("float32 parameters (autocast)") { check_cpu_batch_norm_bf16(true); }
 }
 
 TEST_SUITE_END();
