@@ -218,7 +218,10 @@ std::string search_context(const BuildContext& ctx, const Target& t, const Famil
       .add("device", ctx.device.fingerprint()).add("toolchain", ctx.toolchain.fingerprint())
       .add("worker", worker).add("bench", bench_settings(ctx, EvalSettings{}).dump())
       .add("proposer", proposer.dump())
-      .add("instantiate", "3");  // 2: "$row" params substituted; 3: FORGE_DTYPES (rules/strategies.h)
+      // 2: "$row" params substituted; 3: FORGE_DTYPES (rules/strategies.h);
+      // 4: FORGE_DTYPES names every tensor's dtype (mixed signatures compiled
+      // an instance that refused their calls: their recorded outcomes go).
+      .add("instantiate", "4");
   for (const auto& s : strategies)
     h.add("strategy", s.name).add("text", s.text).add("params", s.params.dump());
   return h.hex();

@@ -36,10 +36,10 @@ enum forge_dtype {
 };
 
 /* FORGE_DTYPES: which element types a template instantiates, as a bit mask
- * (1 << forge_dtype). forge defines it as the signature's input and output
- * dtypes (the signature family fixes them; a call with others falls back), so
- * nvcc compiles one instance instead of every combination: half the compile
- * time per candidate. Absent: every type. */
+ * (1 << forge_dtype). forge defines it as the dtypes of the signature's
+ * float tensors, inputs and outputs (the signature family fixes them; a call
+ * with others falls back), so nvcc compiles one instance instead of every
+ * combination: half the compile time per candidate. Absent: every type. */
 #ifndef FORGE_DTYPES
 #define FORGE_DTYPES 0xFFFF
 #endif

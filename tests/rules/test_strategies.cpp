@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "rules/compile.h"
 #include "rules/family.h"
@@ -121,7 +122,7 @@ TEST_CASE("instances are the template with #defines in front; grids are complete
                "int forge_kernel();\n");
 }
 
-TEST_CASE("an instance compiles only the signature's input and output dtypes (FORGE_DTYPES)") {
+TEST_CASE("an instance compiles only the dtypes of the signature's tensors (FORGE_DTYPES)") {
   Strategy s = make("rows", {{"VEC", {8}}});
   Target t = softmax_target({8, 1});
   t.args[0]["dtype"] = "bfloat16";
@@ -267,9 +268,10 @@ void check_cpu_batch_norm_bf16(bool fp32_params) {
   compile.timeout_seconds = 120;
   const CommandResult built = make_process_runner()->run(compile);
   REQUIRE_MESSAGE(built.ok(), built.err);
-  void* lib = dlopen((tmp / "candidate.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Closed on every exit, a failed REQUIRE's too.
+  std::unique_ptr<void, int (*)(void*)> lib(dlopen((tmp / "candidate.so").c_str(), RTLD_NOW | RTLD_LOCAL), dlclose);
   REQUIRE_MESSAGE(lib, dlerror());
-  void* entry = dlsym(lib, "forge_kernel");
+  void* entry = dlsym(lib.get(), "forge_kernel");
   REQUIRE(entry);
   auto kernel = reinterpret_cast<int (*)(const forge_call*)>(entry);
 
@@ -306,7 +308,6 @@ void check_cpu_batch_norm_bf16(bool fp32_params) {
     const float ref = (from_bf16(x[i]) - p[2 * C + c]) / std::sqrt(p[3 * C + c] + 1e-5f) * p[c] + p[C + c];
     CHECK(std::fabs(from_bf16(y[i]) - ref) <= 0.01f * std::fabs(ref) + 0.02f);  // bf16: 8 bits of mantissa
   }
-  dlclose(lib);
 }
 }  // namespace
 
