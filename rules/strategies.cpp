@@ -107,9 +107,9 @@ SignatureFacts signature_facts(const Target& target) {
         {"float32", FORGE_FLOAT32}, {"float16", FORGE_FLOAT16}, {"bfloat16", FORGE_BFLOAT16}};
     auto i = code.find(in->value("dtype", "")), o = code.find(out->value("dtype", ""));
     if (i != code.end() && o != code.end()) {
-      f.dtypes = (1u << i->second) | (1u << o->second);
-      // Every other tensor's type too (autocast's bf16 input with float32
-      // weights): an instance without it refuses every call.
+      // Every tensor's type, not the first input's and output's alone
+      // (autocast's bf16 input with float32 weights): an instance without
+      // one refuses every call.
       auto add = [&](const json& t) {
         if (!t.is_object() || t.value("type", "") != "Tensor") return;
         auto c = code.find(t.value("dtype", ""));

@@ -21,7 +21,7 @@ int main() {
               "smem KB", "active clusters", "CTAs resident");
   for (int cluster : {16, 8, 4})
     for (int block : {256, 512, 1024})
-      for (int smem_kb : {0, 64, 112, 224 - 24}) {
+      for (int smem_kb : {0, 64, 112, 200}) {
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = dim3(cluster * 64);
         cfg.blockDim = dim3(block);

@@ -230,14 +230,12 @@ forge_tensor tensor_1d(void* data, int64_t n) {
   t.data = data, t.sizes[0] = n, t.strides[0] = 1, t.ndim = 1, t.dtype = FORGE_BFLOAT16;
   return t;
 }
-}  // namespace
 
 // Stock CPU batch_norm returns its saved statistics empty in eval mode, and a
 // bf16 signature's instance compiles only the signature's dtypes (FORGE_DTYPES):
 // the empty outputs' dtype must not need float32 (it did, and every call fell
 // back), and autocast's float32 parameters beside a bf16 input must be in the
 // instance (they were not: only the first input's and output's types were).
-namespace {
 void check_cpu_batch_norm_bf16(bool fp32_params) {
   const Strategy* plane = nullptr;
   std::vector<Strategy> strategies;
