@@ -8,7 +8,8 @@
 # LIST: one instance per line, "OP DTYPE TEMPLATE 'PARAMS' 'SHAPES'" (shell
 # words), e.g.
 #   mean float32 targets/mean_hw/cuda_plane_lanes.cu 'LANES=32 BLOCK=128 UNROLL=4' '2,1024,1536'
-# PROBE_TIMEOUT: seconds per instance (default 240).
+# PROBE_TIMEOUT: seconds per instance (default 240). PROBE_ARGS: more
+# template_probe.py arguments for every instance (e.g. --diagnostic).
 # Compiled instances are kept in PROBE_KEEP (default .probe-build, in the tree
 # so that a device call carries what was compiled here).
 set -uo pipefail
@@ -32,7 +33,7 @@ while IFS= read -r line; do
   fi
   echo "== $op $dtype $template $params"
   if ! timeout "${PROBE_TIMEOUT:-240}" python3 bench/gpu/template_probe.py "$template" "$params" --op "$op" --dtype "$dtype" \
-      --shape "$shapes" --keep "$keep" > "$OUT/probe-$i.txt" 2>&1; then
+      --shape "$shapes" --keep "$keep" ${PROBE_ARGS:-} > "$OUT/probe-$i.txt" 2>&1; then
     failed=$((failed + 1)); echo "FAILED:"; tail -5 "$OUT/probe-$i.txt"
   fi
   grep -v "max abs difference" "$OUT/probe-$i.txt"

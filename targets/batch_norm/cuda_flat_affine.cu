@@ -2,9 +2,10 @@
  * array of 16-byte vectors (whenever the pointers and numel allow). With
  * NCHW planes of a vector or more, a vector lies in one channel (always when
  * HxW is a multiple of the vector width; 42 of 49 vectors at 7x7 in bf16),
- * whose constants it looks up once, or straddles two, looked up once each.
- * Smaller NCHW planes go element by element, and channels-last vectors look
- * up each element's channel.
+ * or straddles two. When HxW is a multiple of the width, a vector looks up its
+ * one channel; otherwise every vector looks up its channel and the next one
+ * and selects per element (no divergent path). Smaller NCHW planes go element
+ * by element, and channels-last vectors look up each element's channel.
  *
  * Math (eval mode), per channel c, fp32: invstd = rsqrt(running_var[c] + eps);
  * y = fma((x - running_mean[c]) * invstd, w[c], b[c]) - the stock CUDA
@@ -75,7 +76,12 @@ __device__ __forceinline__ int64_t left_in_plane(int64_t i, const ChannelOf& k) 
   return k.HW - (n - k.by_hw.div(n) * static_cast<uint32_t>(k.HW));
 }
 
-template <class T, class TP, class TS, int VW, bool VEC, bool SMALL>
+// MODE 0: NCHW vectors within one plane (HxW a multiple of VW); 1: NCHW
+// vectors across up to two planes; 2: per element (channels-last vectors, or
+// no vectors). One mode per kernel keeps each at its own register count:
+// with every path in one kernel, MODE 0 took 42 registers instead of 32, and
+// 28x28 ran 5% slower (run M1).
+template <class T, class TP, class TS, int VW, bool VEC, bool SMALL, int MODE>
 __global__ void __launch_bounds__(BLOCK) bn_flat(const T* __restrict__ x, const TP* __restrict__ w,
                                                  const TP* __restrict__ b, const TP* __restrict__ rm,
                                                  const TP* __restrict__ rv, T* __restrict__ y, TS* __restrict__ sm,
@@ -97,31 +103,29 @@ __global__ void __launch_bounds__(BLOCK) bn_flat(const T* __restrict__ x, const 
     for (int u = 0; u < UNROLL; ++u) {
       const int64_t iv = base + static_cast<int64_t>(u) * BLOCK;
       if (iv >= nvec) continue;
-      // NCHW vectors span one plane or two (the launch sends smaller planes
-      // per element): their first and last channels differ exactly when they
-      // span two (or C = 1, where one channel is right).
-      const int64_t c0 = VEC && !cl ? channel_of<SMALL>(iv * VW, ch, false) : -1;
-      if (VEC && !cl && (VW == 1 || c0 == channel_of<SMALL>(iv * VW + VW - 1, ch, false))) {
-        float mean, invstd, wc, bc;  // the whole vector lies in channel c0
-        channel_params(rm, rv, w, b, c0, eps, mean, invstd, wc, bc);
+      if (MODE == 0) {
+        // HW a multiple of VW: the whole vector lies in one channel.
+        float mean, invstd, wc, bc;
+        channel_params(rm, rv, w, b, channel_of<SMALL>(iv * VW, ch, false), eps, mean, invstd, wc, bc);
 #pragma unroll
         for (int e = 0; e < VW; ++e) v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
-      } else if (VEC && !cl && ch.HW >= VW) {
-        // (HW >= VW always holds here, by the launch; without the test nvcc
-        // takes 42 registers instead of 32, and 28x28 runs 5% slower: run M1.)
-        // Across two planes: elements before `split` in channel c0, the rest
-        // in the next plane's channel (c0 + 1, or 0 at the next image).
+      } else if (MODE == 1) {
+        // A vector may span two planes (HW >= VW by the launch): elements
+        // before `split` in channel c0, the rest in the next plane's (c0 + 1,
+        // or 0 at the next image). Both channels' constants for every vector,
+        // and a select per element: a branch for the one vector in seven that
+        // straddles (at 7x7 bf16) cost 2.8 of 14.3 us (run N4), since its lanes
+        // waited for their second lookup after the rest of the warp.
         const int split = static_cast<int>(left_in_plane<SMALL>(iv * VW, ch));
-        const int64_t c1 = c0 + 1 == ch.C ? 0 : c0 + 1;
-        float mean, invstd, wc, bc;
-        channel_params(rm, rv, w, b, c0, eps, mean, invstd, wc, bc);
+        const int64_t c0 = channel_of<SMALL>(iv * VW, ch, false), c1 = c0 + 1 == ch.C ? 0 : c0 + 1;
+        float m0, i0, w0, b0, m1, i1, w1, b1;
+        channel_params(rm, rv, w, b, c0, eps, m0, i0, w0, b0);
+        channel_params(rm, rv, w, b, c1, eps, m1, i1, w1, b1);
 #pragma unroll
-        for (int e = 0; e < VW; ++e)
-          if (e < split) v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
-        channel_params(rm, rv, w, b, c1, eps, mean, invstd, wc, bc);
-#pragma unroll
-        for (int e = 0; e < VW; ++e)
-          if (e >= split) v[u][e] = bn_apply(v[u][e], mean, invstd, wc, bc);
+        for (int e = 0; e < VW; ++e) {
+          const bool first = e < split;
+          v[u][e] = bn_apply(v[u][e], first ? m0 : m1, first ? i0 : i1, first ? w0 : w1, first ? b0 : b1);
+        }
       } else {
 #pragma unroll
         for (int e = 0; e < VW; ++e) {  // planes smaller than a vector, channels-last
@@ -157,8 +161,11 @@ int launch(const BnArgs& a, cudaStream_t stream) {
         static_cast<const TP*>(a.rm), static_cast<const TP*>(a.rv), static_cast<T*>(a.y), static_cast<TS*>(a.save_mean),
         static_cast<TS*>(a.save_invstd), a.numel, ch, a.channels_last, a.eps);
   };
-  if (vec) small ? run(bn_flat<T, TP, TS, VW, true, true>) : run(bn_flat<T, TP, TS, VW, true, false>);
-  else small ? run(bn_flat<T, TP, TS, 1, false, true>) : run(bn_flat<T, TP, TS, 1, false, false>);
+  const int mode = !vec || a.channels_last ? 2 : a.HW % VW ? 1 : 0;
+  if (!vec) small ? run(bn_flat<T, TP, TS, 1, false, true, 2>) : run(bn_flat<T, TP, TS, 1, false, false, 2>);
+  else if (mode == 0) small ? run(bn_flat<T, TP, TS, VW, true, true, 0>) : run(bn_flat<T, TP, TS, VW, true, false, 0>);
+  else if (mode == 1) small ? run(bn_flat<T, TP, TS, VW, true, true, 1>) : run(bn_flat<T, TP, TS, VW, true, false, 1>);
+  else small ? run(bn_flat<T, TP, TS, VW, true, true, 2>) : run(bn_flat<T, TP, TS, VW, true, false, 2>);
   return launch_status();
 }
 
