@@ -8,8 +8,9 @@
  * chunks through a ring of STAGES stages:
  *   - thread 0 keeps the bulk copy engine loading chunks ahead (cp.async.bulk
  *     into the ring; no registers or threads spent on loads in flight);
- *   - step i: the CTA sums chunk i from shared memory and publishes its
- *     partial moments (a workspace slot, then the slice's arrival counter);
+ *   - step i: the CTA sums chunk i from shared memory and its last warp
+ *     publishes the partial moments (a workspace slot, then the slice's
+ *     arrival counter) while the other warps go on;
  *     the slice's last arrival merges its partials and stores the slice's
  *     mean and rstd as one 64-bit word;
  *   - then it normalizes chunk i - lag, still in the ring: it waits for that
@@ -18,8 +19,8 @@
  * it starts: lag steps after its own statistics, a chunk's slice needs only
  * the chunks other CTAs summed by then (below).
  *
- * Math as split_group (the same partials at the same chunk size in
- * elements): chunk k of slice s, fp32, K = its first element, S1 = sum (x - K),
+ * Math as split_group (the same partials where CHUNK_KB * 1024 / sizeof(T)
+ * is its CHUNK): chunk k of slice s, fp32, K = its first element, S1 = sum (x - K),
  * S2 = sum (x - K)^2, partial {n_k, K + S1/n_k, S2 - S1^2/n_k}; merged in
  * chunk order by warp_merge (Chan et al.; the same bits in every CTA);
  * var = M2/|s|, rstd = rsqrt(var + eps), both rounded to the outputs' dtype as
@@ -33,9 +34,9 @@
  * ring kernel starts loading while it runs, and waits for it before the first
  * counter); then a slot of 3 floats per chunk.
  *
- * Deadlock freedom: the grid is at most what is resident at once (occupancy
- * x SMs), and a CTA blocks only in step i's wait, after publishing chunk i
- * (and merging its slice, if it arrived last).
+ * Deadlock freedom: the grid is resident at once (a cooperative launch of at
+ * most occupancy x SMs CTAs), and a CTA blocks only in step i's wait, after
+ * publishing chunk i (and merging its slice, if it arrived last).
  * Take the blocked CTA with the smallest step i: every CTA has published all
  * its chunks up to round i. The slice it waits for holds cps consecutive
  * chunks, which span at most span = ceil((cps - 1) / grid) + 1 rounds from
@@ -50,9 +51,8 @@
  * Assumptions, checked at run time (nonzero return = the package falls
  * back): as split_group, plus 16-byte aligned x and y and slices of a whole
  * number of 16-byte vectors (the bulk copy's unit), slices under 2^31
- * elements, and the grid resident at once (no other kernel holding the SMs
- * for good: CTAs not yet resident delay the call, they cannot deadlock it
- * unless the GPU is shared with another spinning kernel).
+ * elements and chunks under 2^32, a lag the ring can hold, and a cooperative
+ * launch the driver accepts.
  *
  * Why it should be fast: split_group reads x twice, and a kernel at copy
  * speed with two reads reaches 60% of the floor (PERF.md run M). Run G's,
@@ -67,6 +67,8 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+
+#include <atomic>
 
 #include "forge_kernel.h"
 
@@ -150,6 +152,12 @@ __device__ __forceinline__ void store_stats(unsigned long long* p, float mean, f
   asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+// The threads that normalize (all warps but the last) and their barrier.
+constexpr int NORMALIZERS = BLOCK - 32;
+__device__ __forceinline__ void normalizers_sync() {
+  asm volatile("bar.sync 1, %0;" ::"n"(NORMALIZERS) : "memory");
+}
+
 // Both sums of a block at once (every thread gets them); scratch: 64 floats.
 __device__ __forceinline__ void block_sum2(float& a, float& b, float* scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -183,7 +191,7 @@ __global__ void __launch_bounds__(BLOCK) gn_ring(const T* __restrict__ x, const 
                                                  TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
                                                  float* __restrict__ slots, unsigned long long* __restrict__ words,
                                                  unsigned* __restrict__ arrived, Ring r, int64_t C, int64_t HW,
-                                                 int64_t G, float eps, DivU32 hw, int64_t lag) {
+                                                 int64_t G, float eps, DivU32 hw, DivU32 per_slice, int64_t lag) {
   constexpr int VW = 16 / sizeof(T);
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) uint64_t full[STAGES];
@@ -197,8 +205,10 @@ __global__ void __launch_bounds__(BLOCK) gn_ring(const T* __restrict__ x, const 
     const int64_t j0 = k * r.che;
     return r.slice - j0 < r.che ? r.slice - j0 : r.che;
   };
+  // Chunk ids are below 2^32 (checked at launch): slice and chunk by multiply-shift.
+  auto slice_of = [&](int64_t id) { return static_cast<int64_t>(per_slice.div(static_cast<uint32_t>(id))); };
   auto issue = [&](int64_t i) {  // thread 0: this CTA's chunk i into its stage
-    const int64_t id = i * grid + me, ng = id / r.cps, k = id % r.cps;
+    const int64_t id = i * grid + me, ng = slice_of(id), k = id - ng * r.cps;
     bulk_load(stage(i), x + ng * r.slice + k * r.che, static_cast<uint32_t>(length(k) * sizeof(T)),
               &full[i % STAGES]);
   };
@@ -219,7 +229,6 @@ __global__ void __launch_bounds__(BLOCK) gn_ring(const T* __restrict__ x, const 
     }
     before = __shfl_sync(0xffffffffu, before, 0);
     if (before + 1 != static_cast<unsigned>(r.cps)) return;
-    __syncwarp();
     __threadfence();  // every other chunk's slot, stored before its arrival, is visible
     const Moments m = warp_merge(slots + ng * r.cps * 3, r.cps);
     if (lane == 0) {
@@ -243,9 +252,9 @@ __global__ void __launch_bounds__(BLOCK) gn_ring(const T* __restrict__ x, const 
     // Thread 0 loads chunk i - lag's statistics word now and looks at it only
     // after chunk i's statistics: the load's latency hides under them.
     unsigned long long early = NOT_READY;
-    if (threadIdx.x == 0 && i >= lag) early = load_stats(words + ((i - lag) * grid + me) / r.cps);
+    if (threadIdx.x == 0 && i >= lag) early = load_stats(words + slice_of((i - lag) * grid + me));
     if (i < mine) {  // statistics of chunk i, published
-      const int64_t id = i * grid + me, ng = id / r.cps, n = length(id % r.cps);
+      const int64_t id = i * grid + me, ng = slice_of(id), n = length(id - ng * r.cps);
       bulk_wait(&full[i % STAGES], static_cast<uint32_t>((i / STAGES) & 1));
       const T* cs = reinterpret_cast<const T*>(stage(i));
       const float K = Io<T>::to(cs[0]);
@@ -261,10 +270,13 @@ __global__ void __launch_bounds__(BLOCK) gn_ring(const T* __restrict__ x, const 
         }
       }
       block_sum2(s1, s2, scratch);
-      if (threadIdx.x >= BLOCK - 32) publish(ng, id, n, K, s1, s2);
+      if (threadIdx.x >= NORMALIZERS) publish(ng, id, n, K, s1, s2);  // the last warp
     }
     if (i >= lag) {  // chunk q = i - lag: its slice's statistics, then y
-      const int64_t q = i - lag, id = q * grid + me, ng = id / r.cps, k = id % r.cps, n = length(k);
+      // Every warp but the last, which publishes (its fence waits for its
+      // own stores, so it stays out of the normalize and the barriers here).
+      if (threadIdx.x >= NORMALIZERS) continue;
+      const int64_t q = i - lag, id = q * grid + me, ng = slice_of(id), k = id - ng * r.cps, n = length(k);
       if (threadIdx.x == 0) {
         while (early == NOT_READY) {
           __nanosleep(64);
@@ -273,12 +285,12 @@ __global__ void __launch_bounds__(BLOCK) gn_ring(const T* __restrict__ x, const 
         stats[0] = __uint_as_float(static_cast<unsigned>(early));
         stats[1] = __uint_as_float(static_cast<unsigned>(early >> 32));
       }
-      __syncthreads();
+      normalizers_sync();
       const float mean = stats[0], rstd = stats[1];
       const int64_t c0 = (ng % G) * D, j0 = k * r.che;
       const T* cs = reinterpret_cast<const T*>(stage(q));
       T* ys = y + ng * r.slice + j0;
-      for (int64_t e = static_cast<int64_t>(threadIdx.x) * VW; e < n; e += static_cast<int64_t>(BLOCK) * VW) {
+      for (int64_t e = static_cast<int64_t>(threadIdx.x) * VW; e < n; e += static_cast<int64_t>(NORMALIZERS) * VW) {
         float v[VW];
         load_n<T, VW>(cs + e, v);
         if (VEC) {
@@ -297,57 +309,86 @@ __global__ void __launch_bounds__(BLOCK) gn_ring(const T* __restrict__ x, const 
         }
         store_n<T, VW>(ys + e, v);
       }
-      __syncthreads();  // the stage and stats are read: both may be rewritten
+      normalizers_sync();  // the stage and stats are read: both may be rewritten (the publisher
+                           // read the stage before step q's block_sum2)
       if (threadIdx.x == 0 && q + STAGES < mine) issue(q + STAGES);
     }
   }
 }
 
+// A failed CUDA call of ours leaves its error for the caller's next check
+// (the stock fallback's launch check would raise it): take it back.
+inline int refuse() {
+  cudaGetLastError();
+  return 1;
+}
+
 template <class T, class TW, class TS, bool VEC>
 int launch_ring(const GnArgs& a, const Ring& r, cudaStream_t stream) {
   auto kernel = gn_ring<T, TW, TS, VEC>;
-  // One-time per instantiation (thread-safe static initialization): the
-  // shared-memory opt-in and how many CTAs fit on an SM (the same on every
-  // sm_90 part). The SM count is the calling device's, read per call.
-  static const int per_sm = [&] {
-    int n = 0;
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(RING_BYTES)) !=
-            cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, BLOCK, static_cast<size_t>(RING_BYTES)) !=
-            cudaSuccess)
-      return 0;
-    return n;
-  }();
   int dev = 0, sms = 0;
-  if (per_sm < 1 || cudaGetDevice(&dev) != cudaSuccess ||
+  if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
-    return 1;
+    return refuse();
+  // CTAs per SM on this device, after its shared-memory opt-in (both are per
+  // device): found on a device's first call and kept (0: not yet, -1: does not
+  // fit). Racing first calls store the same value.
+  constexpr int DEVICES = 64;
+  static std::atomic<int> fits[DEVICES];
+  int per_sm = dev < DEVICES ? fits[dev].load(std::memory_order_acquire) : 0;
+  if (per_sm == 0) {
+    int n = 0;
+    per_sm = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(RING_BYTES)) ==
+                         cudaSuccess &&
+                     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, BLOCK,
+                                                                   static_cast<size_t>(RING_BYTES)) == cudaSuccess &&
+                     n > 0
+                 ? n
+                 : -1;
+    if (per_sm < 0) cudaGetLastError();
+    if (dev < DEVICES) fits[dev].store(per_sm, std::memory_order_release);
+  }
+  if (per_sm < 0) return 1;
   const int64_t resident = static_cast<int64_t>(sms) * per_sm;
   const int64_t grid = r.total < resident ? r.total : resident;
   const int64_t lag = lag_of(r.cps, grid);
   if (lag > STAGES - 1) return 1;  // a slice longer than the ring can wait for
-  const int64_t groups = a.N * a.G;
   if (reinterpret_cast<uintptr_t>(a.workspace) % alignof(unsigned long long)) return 1;
+  const int64_t groups = a.N * a.G;
   unsigned long long* words = static_cast<unsigned long long*>(a.workspace);
   unsigned* arrived = reinterpret_cast<unsigned*>(words + groups);
   float* slots = reinterpret_cast<float*>(arrived + groups);
   gn_ring_clear<<<1, 256, 0, stream>>>(words, arrived, groups);
-  if (launch_status()) return 1;
+  if (launch_status()) return refuse();
+  // Cooperative: the driver runs the whole grid at once or refuses the
+  // launch, which the deadlock argument needs (a CTA that never started would
+  // leave the others waiting). If it refuses the pair of attributes, the
+  // launch goes without PDL (griddepcontrol.wait is then a no-op, and the
+  // stream orders the clear kernel first).
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(grid));
   cfg.blockDim = dim3(BLOCK);
   cfg.dynamicSmemBytes = static_cast<size_t>(RING_BYTES);
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = PDL ? 1 : 0;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, static_cast<const T*>(a.x), static_cast<const TW*>(a.w),
-                                           static_cast<const TW*>(a.b), static_cast<T*>(a.y),
-                                           static_cast<TS*>(a.mean), static_cast<TS*>(a.rstd), slots, words, arrived, r,
-                                           a.C, a.HW, a.G, a.eps, DivU32::of(static_cast<uint32_t>(a.HW)), lag);
-  return e == cudaSuccess && !launch_status() ? 0 : 1;
+  auto run = [&](int attrs) {
+    cfg.numAttrs = attrs;
+    return cudaLaunchKernelEx(&cfg, kernel, static_cast<const T*>(a.x), static_cast<const TW*>(a.w),
+                              static_cast<const TW*>(a.b), static_cast<T*>(a.y), static_cast<TS*>(a.mean),
+                              static_cast<TS*>(a.rstd), slots, words, arrived, r, a.C, a.HW, a.G, a.eps,
+                              DivU32::of(static_cast<uint32_t>(a.HW)), DivU32::of(static_cast<uint32_t>(r.cps)), lag);
+  };
+  cudaError_t e = run(PDL ? 2 : 1);
+  if (e != cudaSuccess && PDL) {
+    cudaGetLastError();
+    e = run(1);
+  }
+  return e == cudaSuccess && !launch_status() ? 0 : refuse();
 }
 
 template <class T, class TW, class TS>
@@ -355,7 +396,10 @@ int launch(const GnArgs& a, cudaStream_t stream) {
   constexpr int VW = 16 / sizeof(T);
   const Ring r = ring_of(a);
   // The bulk copy moves whole 16-byte vectors from 16-byte addresses.
-  if (!aligned16(a.x) || !aligned16(a.y) || r.slice % VW != 0 || r.slice >= (int64_t{1} << 31)) return 1;
+  // Chunk ids and slice offsets in 32 bits (multiply-shift divisions).
+  if (!aligned16(a.x) || !aligned16(a.y) || r.slice % VW != 0 || r.slice >= (int64_t{1} << 31) ||
+      r.total >= (int64_t{1} << 32))
+    return 1;
   return a.HW % VW == 0 ? launch_ring<T, TW, TS, true>(a, r, stream) : launch_ring<T, TW, TS, false>(a, r, stream);
 }
 
