@@ -185,20 +185,22 @@ __global__ void gn_ring_clear(unsigned long long* __restrict__ stats, unsigned* 
 }
 
 // VEC: HW is a multiple of the vector width, so a vector lies in one channel.
+// __launch_bounds__(BLOCK, 1): without the 1, nvcc 13 kept it to 40 registers
+// and spilled; with it, 54-63, no spills (shared memory limits CTAs per SM anyway).
 template <class T, class TW, class TS, bool VEC>
-__global__ void __launch_bounds__(BLOCK) gn_ring(const T* __restrict__ x, const TW* __restrict__ w,
-                                                 const TW* __restrict__ b, T* __restrict__ y,
-                                                 TS* __restrict__ mean_out, TS* __restrict__ rstd_out,
-                                                 float* __restrict__ slots, unsigned long long* __restrict__ words,
-                                                 unsigned* __restrict__ arrived, Ring r, int64_t C, int64_t HW,
-                                                 int64_t G, float eps, DivU32 hw, DivU32 per_slice, int64_t lag) {
+__global__ void __launch_bounds__(BLOCK, 1)
+    gn_ring(const T* __restrict__ x, const TW* __restrict__ w, const TW* __restrict__ b, T* __restrict__ y,
+            TS* __restrict__ mean_out, TS* __restrict__ rstd_out, float* __restrict__ slots,
+            unsigned long long* __restrict__ words, unsigned* __restrict__ arrived, Ring r, int64_t C,
+            int64_t HW, int64_t G, float eps, DivU32 hw, DivU32 per_slice, int64_t lag) {
   constexpr int VW = 16 / sizeof(T);
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) uint64_t full[STAGES];
   __shared__ float scratch[64];
   __shared__ float stats[2];
   const int64_t grid = gridDim.x, me = blockIdx.x;
-  const int64_t mine = (r.total - me + grid - 1) / grid;  // the grid is at most r.total CTAs
+  // Chunks of this CTA (the grid is at most r.total CTAs, r.total < 2^32): 32-bit division.
+  const int64_t mine = static_cast<uint32_t>(r.total - 1 - me) / static_cast<uint32_t>(grid) + 1;
   const int64_t D = C / G;
   auto stage = [&](int64_t i) { return ring + (i % STAGES) * CHUNK_BYTES; };
   auto length = [&](int64_t k) {  // elements of a slice's chunk k
@@ -249,10 +251,22 @@ __global__ void __launch_bounds__(BLOCK) gn_ring(const T* __restrict__ x, const 
     for (int64_t i = 0; i < mine && i < STAGES; ++i) issue(i);
   if (PDL) asm volatile("griddepcontrol.wait;" ::: "memory");  // the counters are zero
   for (int64_t i = 0; i < mine + lag; ++i) {
-    // Thread 0 loads chunk i - lag's statistics word now and looks at it only
-    // after chunk i's statistics: the load's latency hides under them.
+    // Chunk q = i - lag, normalized at the end of this step. Its slice's
+    // statistics word (thread 0) and its first channel's weight and bias are
+    // loaded now and used only after chunk i's statistics: their latency
+    // hides under them.
+    const int64_t q = i - lag, qid = q * grid + me, qng = i >= lag ? slice_of(qid) : 0, qk = qid - qng * r.cps;
+    // Channel arithmetic in 32 bits (C < 2^31, slice offsets < 2^31): a 64-bit
+    // remainder is a call, and its saved registers spill.
+    const int64_t c0 = static_cast<int64_t>(static_cast<uint32_t>(qng) % static_cast<uint32_t>(G)) * D;
+    const int64_t qc = c0 + (i >= lag ? hw.div(static_cast<uint32_t>(qk * r.che)) : 0);
     unsigned long long early = NOT_READY;
-    if (threadIdx.x == 0 && i >= lag) early = load_stats(words + slice_of((i - lag) * grid + me));
+    float w0 = 1.0f, b0 = 0.0f;  // what no weight and no bias mean: scale = rstd, bias = -scale * mean
+    if (i >= lag && threadIdx.x < NORMALIZERS) {
+      if (threadIdx.x == 0) early = load_stats(words + qng);
+      if (w) w0 = Io<TW>::to(w[qc]);
+      if (b) b0 = Io<TW>::to(b[qc]);
+    }
     if (i < mine) {  // statistics of chunk i, published
       const int64_t id = i * grid + me, ng = slice_of(id), n = length(id - ng * r.cps);
       bulk_wait(&full[i % STAGES], static_cast<uint32_t>((i / STAGES) & 1));
@@ -276,7 +290,7 @@ __global__ void __launch_bounds__(BLOCK) gn_ring(const T* __restrict__ x, const 
       // Every warp but the last, which publishes (its fence waits for its
       // own stores, so it stays out of the normalize and the barriers here).
       if (threadIdx.x >= NORMALIZERS) continue;
-      const int64_t q = i - lag, id = q * grid + me, ng = slice_of(id), k = id - ng * r.cps, n = length(k);
+      const int64_t ng = qng, k = qk, n = length(k);
       if (threadIdx.x == 0) {
         while (early == NOT_READY) {
           __nanosleep(64);
@@ -287,7 +301,7 @@ __global__ void __launch_bounds__(BLOCK) gn_ring(const T* __restrict__ x, const 
       }
       normalizers_sync();
       const float mean = stats[0], rstd = stats[1];
-      const int64_t c0 = (ng % G) * D, j0 = k * r.che;
+      const int64_t j0 = k * r.che;
       const T* cs = reinterpret_cast<const T*>(stage(q));
       T* ys = y + ng * r.slice + j0;
       for (int64_t e = static_cast<int64_t>(threadIdx.x) * VW; e < n; e += static_cast<int64_t>(NORMALIZERS) * VW) {
@@ -295,8 +309,9 @@ __global__ void __launch_bounds__(BLOCK) gn_ring(const T* __restrict__ x, const 
         load_n<T, VW>(cs + e, v);
         if (VEC) {
           const int64_t c = c0 + hw.div(static_cast<uint32_t>(j0 + e));
-          const float scale = w ? rstd * Io<TW>::to(w[c]) : rstd;
-          const float bias = fmaf(-scale, mean, b ? Io<TW>::to(b[c]) : 0.0f);
+          const bool first = c == qc;  // a chunk within one channel (HW >= its length) is all first
+          const float scale = rstd * (first ? w0 : w ? Io<TW>::to(w[c]) : 1.0f);
+          const float bias = fmaf(-scale, mean, first ? b0 : b ? Io<TW>::to(b[c]) : 0.0f);
 #pragma unroll
           for (int u = 0; u < VW; ++u) v[u] = fmaf(v[u], scale, bias);
         } else {
