@@ -525,6 +525,7 @@ class TorchEvaluator final : public Evaluator {
         skipped++;
         m_notes.push_back("case " + plan.name + " skipped: the stock kernel refused it: " +
                           one_line(e.what_without_backtrace()));
+        record();  // the count, also when the last cases are skipped
         continue;
       }
       if (auto problem = abi_problem_of_outputs(ref); !problem.empty()) return Failure{"abi_mismatch", problem};

@@ -396,6 +396,8 @@ Family parse_family(const json& fam) {
       const json& s = fam["signature_family"];
       if (s.contains("vary"))
         for (const auto& e : s["vary"]) f.vary.emplace_back(e.at("arg").get<int>(), e.at("dim").get<int>());
+      if (s.contains("pins"))
+        for (const auto& e : s["pins"]) f.pins.emplace_back(e.at("arg").get<int>(), e.at("vary").get<int>());
     }
     if (fam.contains("tolerance") && fam["tolerance"].is_object()) f.tolerance = fam["tolerance"];
   } catch (const json::exception& e) {
@@ -496,7 +498,8 @@ std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const 
       p.name = "fresh seed=" + std::to_string(s) + " range=[" + fmt(lo) + "," + fmt(hi) + "]";
       plans.push_back(p);
     }
-  for (const auto& [arg, dim] : family.vary) {
+  for (size_t v = 0; v < family.vary.size(); ++v) {
+    const auto [arg, dim] = family.vary[v];
     if (arg < 0 || static_cast<size_t>(arg) >= spec.args.size() || spec.args[arg].kind != ArgKind::Tensor) {
       notes.push_back("signature_family.vary: arg " + std::to_string(arg) + " is not a tensor argument; ignored");
       continue;
@@ -515,6 +518,7 @@ std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const 
       p.edge_arg = arg;
       p.edge_dim = static_cast<int>(dim < 0 ? dim + ndim : dim);
       p.edge_size = size;
+      p.edge_vary = static_cast<int>(v);
       p.name = "edge " + spec.args[arg].name + ".size(" + std::to_string(p.edge_dim) + ")=" + std::to_string(size);
       plans.push_back(p);
     }
@@ -551,6 +555,12 @@ Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, co
     ArgSpec& a = c.specs[static_cast<size_t>(plan.edge_arg)];
     a.sizes[static_cast<size_t>(plan.edge_dim)] = plan.edge_size;
     a.strides = contiguous(a.sizes);
+    // A pinned int follows the size, as the package sets it for such a call
+    // (runtime/package/override.cpp); without it the stock kernel refuses the case.
+    for (const auto& [arg, vary] : family.pins)
+      if (vary == plan.edge_vary && arg >= 0 && static_cast<size_t>(arg) < c.specs.size() &&
+          c.specs[static_cast<size_t>(arg)].kind == ArgKind::Int)
+        c.specs[static_cast<size_t>(arg)].i = plan.edge_size;
   }
   const json* entries = nullptr;
   if (plan.kind == CasePlan::Sample) {

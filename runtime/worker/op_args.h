@@ -59,6 +59,9 @@ struct Family {
   int seeds = 1;
   std::vector<std::string> specials;
   std::vector<std::pair<int, int>> vary;  // {arg index, dim}
+  // {int arg index, vary index}: the scalar is that varied extent (group_norm's
+  // N is its input's dim 0), so an edge case sets it with the size.
+  std::vector<std::pair<int, int>> pins;
   std::pair<int64_t, int64_t> int_range{0, 16};  // [lo, hi) for integer tensors
   json tolerance = json::object();
 };
@@ -97,6 +100,7 @@ struct CasePlan {
   int edge_arg = -1;           // Edge
   int edge_dim = 0;
   int64_t edge_size = 0;
+  int edge_vary = -1;          // Edge: its index in Family::vary (for pins)
   std::string special;         // Special
 };
 

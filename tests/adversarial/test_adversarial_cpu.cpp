@@ -137,5 +137,50 @@ TEST_CASE("every CPU cheat is rejected with its reason; the honest softmax is ac
   CHECK(unknown.err.find("unknown target 'nope/_softmax'") != std::string::npos);
 }
 
+// group_norm's batch is both the input's dim 0 and the N scalar (the family's
+// `pins`): the edge cases set both, so other batch sizes are verified, and a
+// kernel that hard-codes the captured batch is caught. Before the pin, the
+// stock kernel refused every edge case and the cheat was accepted.
+TEST_CASE("group_norm edge cases vary the batch with its N scalar; a hard-coded batch is rejected") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  test::write_text(dir / "gn.py",
+                   "import torch\n"
+                   "import torch.nn.functional as F\n"
+                   "torch.manual_seed(0)\n"
+                   "x, w, b = torch.randn(2, 8, 4, 4), torch.randn(8), torch.randn(8)\n"
+                   "for _ in range(3):\n"
+                   "    y = F.group_norm(x, 2, w, b)\n"
+                   "print(float(y.sum()))\n");
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  gn: {run: python gn.py}\ntargets: {ops: [native_group_norm], min_share: 0}\n");
+  auto cap = test::run_forge("--json capture", dir.path());
+  INFO(cap.err);
+  REQUIRE(cap.exit_code == 0);
+  json targets = json::parse(cap.out)["targets"];
+  REQUIRE(targets.size() == 1);
+  const std::string target = targets[0]["id"];
+
+  auto try_file = [&](const char* file) {
+    auto r = test::run_forge("--json try " + target + " " + quote(kCheats / file), dir.path());
+    INFO(r.err);
+    json rec = json::parse(r.out, nullptr, false);
+    REQUIRE_MESSAGE(rec.is_object(), r.out);
+    return rec;
+  };
+  json ok = try_file("group_norm_ok.cc");
+  INFO(ok.dump(2).substr(0, 3000));
+  CHECK(ok["verdict"] == "accepted");
+  CHECK(ok["verify"]["skipped"] == 0);  // batch 1 and 3 ran
+  for (const auto& note : ok.value("notes", json::array()))
+    CHECK(note.get<std::string>().find("skipped") == std::string::npos);
+
+  json cheat = try_file("group_norm_fixed_batch.cc");
+  INFO(cheat.dump(2).substr(0, 3000));
+  CHECK(cheat["verdict"] == "rejected");
+  CHECK(cheat["reason"] == "out_of_bounds");
+  CHECK(cheat["detail"].get<std::string>().find("edge") != std::string::npos);
+}
+
 TEST_SUITE_END();
 }  // namespace forge
