@@ -27,10 +27,20 @@ void expect_no_args(const Invocation& inv, size_t max = 0) {
     throw UsageError("unexpected argument '" + inv.args[max] + "' for '" + inv.command + "'");
 }
 
+// The session of a build, with the interrupt handler installed first and a
+// signal held until the session is open, so the first step sees it.
+std::unique_ptr<Session> open_build(const Invocation& inv, const BuildOptions& options) {
+  install_interrupt_handler();
+  InterruptHold hold;
+  return open_session(inv, Access::Write, options);
+}
+
 // Ctrl-C or SIGTERM stops the build at the next step and still prints the
 // report (util/interrupt.h); the exit status is then 130, as for a shell's ^C.
+// The caller installs the handler before it opens the session (open_build):
+// opening probes the toolchain (Python importing torch, seconds), and a ^C
+// there killed forge without a report.
 int finish_build(const Invocation& inv, Session& s, bool capture_only) {
-  install_interrupt_handler();
   json report = run_build(*s.ctx, default_rules(capture_only));
   if (inv.json)
     std::cout << report.dump(2) << "\n";
@@ -62,13 +72,13 @@ int cmd_build(const Invocation& inv) {
       throw UsageError("unexpected argument '" + a + "' for 'build'");
     }
   }
-  auto s = open_session(inv, Access::Write, options);
+  auto s = open_build(inv, options);
   return finish_build(inv, *s, false);
 }
 
 int cmd_capture(const Invocation& inv) {
   expect_no_args(inv);
-  auto s = open_session(inv, Access::Write);
+  auto s = open_build(inv, {});
   return finish_build(inv, *s, true);
 }
 

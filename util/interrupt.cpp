@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 
 namespace forge {
 namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
+std::atomic<int> g_holds{0};
 
 void on_signal(int sig) {
   if (g_interrupted) {  // the second one: stop now
@@ -33,7 +35,10 @@ void install_interrupt_handler() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-bool interrupted() { return g_interrupted != 0; }
+bool interrupted() { return g_interrupted != 0 && g_holds.load() == 0; }
+
+InterruptHold::InterruptHold() { ++g_holds; }
+InterruptHold::~InterruptHold() { --g_holds; }
 
 void set_interrupted(bool on) { g_interrupted = on ? 1 : 0; }
 

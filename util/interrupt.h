@@ -14,6 +14,18 @@ bool interrupted();
 // What the handler does; for tests.
 void set_interrupted(bool on);
 
+// While one is alive, interrupted() reads false: a signal is kept for the
+// first step instead of stopping what runs now. `forge build` holds one while
+// it opens its session, whose toolchain probe (Python importing torch) takes
+// seconds and must not be cut short into an error.
+class InterruptHold {
+ public:
+  InterruptHold();
+  ~InterruptHold();
+  InterruptHold(const InterruptHold&) = delete;
+  InterruptHold& operator=(const InterruptHold&) = delete;
+};
+
 // Thrown where work stops for an interruption (a search between evaluations).
 struct Interrupted : std::runtime_error {
   Interrupted() : std::runtime_error("interrupted") {}

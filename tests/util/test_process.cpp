@@ -49,6 +49,29 @@ TEST_CASE("an interrupted build stops the command it is waiting on, children inc
   CHECK(r.seconds < 5);
 }
 
+// What `forge build` does while it opens its session (the toolchain probe):
+// the command finishes, and the signal is seen once the hold ends.
+TEST_CASE("under an InterruptHold a signal leaves the command running and is seen after") {
+  auto runner = make_process_runner();
+  Command c;
+  c.argv = shell_argv("sleep 0.8; echo done");
+  CommandResult r;
+  {
+    InterruptHold hold;
+    std::thread signal_later([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      set_interrupted(true);
+    });
+    r = runner->run(c);
+    signal_later.join();
+    CHECK_FALSE(interrupted());
+  }
+  CHECK(interrupted());
+  set_interrupted(false);
+  CHECK(r.ok());
+  CHECK(r.out == "done\n");
+}
+
 TEST_CASE("a crashing command is reported with its signal") {
   auto runner = make_process_runner();
   Command c;
