@@ -28,7 +28,9 @@ void expect_no_args(const Invocation& inv, size_t max = 0) {
 }
 
 // The session of a build, with the interrupt handler installed first and a
-// signal held until the session is open, so the first step sees it.
+// signal held until the session is open, so the first step sees it: opening
+// probes the toolchain (Python importing torch, seconds), and a ^C there
+// killed forge without a report.
 std::unique_ptr<Session> open_build(const Invocation& inv, const BuildOptions& options) {
   install_interrupt_handler();
   InterruptHold hold;
@@ -37,9 +39,7 @@ std::unique_ptr<Session> open_build(const Invocation& inv, const BuildOptions& o
 
 // Ctrl-C or SIGTERM stops the build at the next step and still prints the
 // report (util/interrupt.h); the exit status is then 130, as for a shell's ^C.
-// The caller installs the handler before it opens the session (open_build):
-// opening probes the toolchain (Python importing torch, seconds), and a ^C
-// there killed forge without a report.
+// The session comes from open_build.
 int finish_build(const Invocation& inv, Session& s, bool capture_only) {
   json report = run_build(*s.ctx, default_rules(capture_only));
   if (inv.json)

@@ -557,10 +557,11 @@ Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, co
     a.strides = contiguous(a.sizes);
     // A pinned int follows the size, as the package sets it for such a call
     // (runtime/package/override.cpp); without it the stock kernel refuses the case.
-    for (const auto& [arg, vary] : family.pins)
-      if (vary == plan.edge_vary && arg >= 0 && static_cast<size_t>(arg) < c.specs.size() &&
-          c.specs[static_cast<size_t>(arg)].kind == ArgKind::Int)
-        c.specs[static_cast<size_t>(arg)].i = plan.edge_size;
+    for (const auto& [arg, vary] : family.pins) {
+      if (vary != plan.edge_vary || arg < 0 || static_cast<size_t>(arg) >= c.specs.size()) continue;
+      ArgSpec& pinned = c.specs[static_cast<size_t>(arg)];
+      if (pinned.kind == ArgKind::Int) pinned.i = plan.edge_size;
+    }
   }
   const json* entries = nullptr;
   if (plan.kind == CasePlan::Sample) {
