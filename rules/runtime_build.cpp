@@ -97,10 +97,13 @@ std::optional<json> ensure_worker(BuildContext& ctx) {
   const fs::path out = user_cache_dir() / "runtime" / key.substr(0, 16);
   spec.run = [&ctx, src, out] {
     return build_runtime(ctx, src, out, "evaluation worker",
-                         {{"worker", "forge_worker"}, {"package_lib", "libforge.so"}});
+                         {{"worker", "forge_worker"},
+                          {"runner", "forge_runner"},
+                          {"package_lib", "libforge.so"}});
   };
   spec.validate = [](const json& rec) {
-    return fs::exists(rec.value("worker", "")) && fs::exists(rec.value("package_lib", ""));
+    return fs::exists(rec.value("worker", "")) && fs::exists(rec.value("runner", "")) &&
+           fs::exists(rec.value("package_lib", ""));
   };
   auto outcome = ctx.step(spec);
   if (!outcome) return std::nullopt;

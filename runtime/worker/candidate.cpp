@@ -1,13 +1,7 @@
 #include "candidate.h"
 
-#include <dirent.h>
-#include <dlfcn.h>
 #include <elf.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <filesystem>
 
 #include <cstring>
 #include <fstream>
@@ -34,7 +28,14 @@ constexpr const char* kForbiddenSymbols[] = {
     "popen", "posix_spawn", "posix_spawnp", "kill", "raise",
     // files, network, environment
     "fopen", "fopen64", "freopen", "open", "open64", "openat", "openat64", "creat", "socket",
-    "connect", "getenv", "secure_getenv", "setenv", "putenv",
+    "connect", "getenv", "secure_getenv", "setenv", "putenv", "environ", "__environ", "_environ",
+    // threads (CPU kernels compute on the calling thread; CUDA ones on the device)
+    "pthread_create", "thrd_create", "clone", "clone3",
+    // looking at or patching the process: the loaded objects, code, the
+    // auxiliary vector, raw system calls (how a kernel tells the verifier's
+    // process from the user's, or rewrites the timer)
+    "dl_iterate_phdr", "dladdr", "dladdr1", "dlinfo", "_r_debug", "getauxval", "mprotect", "pkey_mprotect",
+    "syscall", "ptrace", "process_vm_readv", "process_vm_writev",
     // streams, device memory, device state (CUDA runtime and driver)
     "cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority", "cuStreamCreate",
     "cuStreamCreateWithPriority", "cudaMalloc", "cudaMallocAsync", "cudaMallocManaged",
@@ -115,45 +116,6 @@ std::optional<Refusal> check_imports(const std::string& path) {
     }
   }
   return std::nullopt;
-}
-
-int count_threads() {
-  DIR* d = ::opendir("/proc/self/task");
-  if (!d) return -1;
-  int n = 0;
-  while (dirent* e = ::readdir(d))
-    if (e->d_name[0] != '.') ++n;
-  ::closedir(d);
-  return n;
-}
-
-std::unique_ptr<Candidate> Candidate::open(const std::string& path, Refusal* why) {
-  static std::atomic<int> serial{0};
-  namespace fs = std::filesystem;
-  const char* tmp = std::getenv("TMPDIR");
-  fs::path copy = fs::path(tmp && *tmp ? tmp : "/tmp") /
-                  ("forge_worker." + std::to_string(::getpid()) + "." + std::to_string(serial++) + ".so");
-  std::error_code ec;
-  fs::copy_file(path, copy, fs::copy_options::overwrite_existing, ec);
-  if (ec) {
-    *why = Refusal{"bad_candidate", "cannot copy " + path + " to " + copy.string() + ": " + ec.message()};
-    return nullptr;
-  }
-  std::unique_ptr<Candidate> c(new Candidate);
-  c->m_handle = ::dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
-  fs::remove(copy, ec);
-  if (!c->m_handle) {
-    const char* e = ::dlerror();
-    *why = Refusal{"bad_candidate", std::string("dlopen failed: ") + (e ? e : "unknown error")};
-    return nullptr;
-  }
-  c->m_kernel = reinterpret_cast<ForgeKernelFn>(::dlsym(c->m_handle, "forge_kernel"));
-  if (!c->m_kernel) {
-    *why = Refusal{"bad_candidate", "no symbol forge_kernel in " + path};
-    return nullptr;
-  }
-  c->m_workspace = reinterpret_cast<ForgeWorkspaceFn>(::dlsym(c->m_handle, "forge_workspace_bytes"));
-  return c;
 }
 
 }  // namespace forge::worker

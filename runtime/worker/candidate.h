@@ -1,4 +1,5 @@
-// A candidate kernel library: the ELF import check and dlopen. Torch-free.
+// A candidate kernel library's ELF import check: a fast first filter before
+// the runner loads it (the runner's sandbox does not depend on it). Torch-free.
 #pragma once
 
 #include <memory>
@@ -8,9 +9,6 @@
 #include "forge_kernel.h"
 
 namespace forge::worker {
-
-using ForgeKernelFn = int (*)(const forge_call*);
-using ForgeWorkspaceFn = int64_t (*)(const forge_call*);
 
 // Why a candidate is refused before it runs: a reply reason of docs/WORKER.md
 // ("bad_candidate", "library_call") and a one-line detail.
@@ -28,31 +26,5 @@ struct Refusal {
 // creation, device allocation or reset ("bad_candidate"). docs/CANDIDATE_ABI.md
 // lists them. Never crashes on a malformed file.
 std::optional<Refusal> check_imports(const std::string& path);
-
-// Threads of this process (entries of /proc/self/task), or -1 when unknown.
-int count_threads();
-
-// dlopen(RTLD_NOW | RTLD_LOCAL) of a private copy of the file, and the entry
-// points. The copy (in $TMPDIR or /tmp) is unlinked right after loading, so a
-// later candidate at the same path is always loaded afresh. The library is
-// never unloaded: a thread or a pending callback the candidate left behind
-// must not jump into unmapped code while a later request runs (the worker is
-// restarted often enough that the mappings do not pile up).
-class Candidate {
- public:
-  static std::unique_ptr<Candidate> open(const std::string& path, Refusal* why);
-  ~Candidate() = default;
-  Candidate(const Candidate&) = delete;
-  Candidate& operator=(const Candidate&) = delete;
-
-  ForgeKernelFn kernel() const { return m_kernel; }
-  ForgeWorkspaceFn workspace_bytes() const { return m_workspace; }  // may be null
-
- private:
-  Candidate() = default;
-  void* m_handle = nullptr;
-  ForgeKernelFn m_kernel = nullptr;
-  ForgeWorkspaceFn m_workspace = nullptr;
-};
 
 }  // namespace forge::worker

@@ -50,11 +50,12 @@ class Device {
   virtual double copy_ceiling() = 0;
 };
 
-std::unique_ptr<Device> make_cpu_device();
+// flush_buffer false: flush_caches() does nothing (the runner: the judge flushes).
+std::unique_ptr<Device> make_cpu_device(bool flush_buffer = true);
 
 #if defined(FORGE_WORKER_CUDA)
 // Defined in device_cuda.cpp; `index` is the CUDA device ordinal.
-std::unique_ptr<Device> make_cuda_device(int index);
+std::unique_ptr<Device> make_cuda_device(int index, bool flush_buffer = true);
 #endif
 
 }  // namespace forge::worker

@@ -41,7 +41,9 @@ size_t llc_bytes() {
 
 class CpuDevice final : public Device {
  public:
-  CpuDevice() : m_flush(std::max(size_t(64) << 20, 2 * llc_bytes())) {
+  explicit CpuDevice(bool flush_buffer) {
+    if (!flush_buffer) return;
+    m_flush.resize(std::max(size_t(64) << 20, 2 * llc_bytes()));
     std::memset(m_flush.data(), 1, m_flush.size());  // fault the pages in now
   }
 
@@ -54,6 +56,7 @@ class CpuDevice final : public Device {
   void flush_caches(void*) override {
     // Writing (not reading) evicts dirty and clean lines alike; the value
     // changes every time so the stores cannot be elided.
+    if (m_flush.empty()) return;
     m_value = static_cast<unsigned char>(m_value + 1);
     std::memset(m_flush.data(), m_value, m_flush.size());
     asm volatile("" : : "r"(m_flush.data()) : "memory");
@@ -81,6 +84,6 @@ class CpuDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> make_cpu_device() { return std::make_unique<CpuDevice>(); }
+std::unique_ptr<Device> make_cpu_device(bool flush_buffer) { return std::make_unique<CpuDevice>(flush_buffer); }
 
 }  // namespace forge::worker

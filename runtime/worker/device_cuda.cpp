@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "device.h"
@@ -29,14 +30,14 @@ void check(cudaError_t e, const char* what) {
 
 class CudaDevice final : public Device {
  public:
-  explicit CudaDevice(int index) : m_index(index) {
+  CudaDevice(int index, bool flush_buffer) : m_index(index) {
     check(cudaSetDevice(index), "cudaSetDevice");
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
     m_name = prop.name;
     size_t l2 = prop.l2CacheSize > 0 ? static_cast<size_t>(prop.l2CacheSize) : size_t(64) << 20;
     m_flush_bytes = std::max(size_t(256) << 20, 2 * l2);
-    check(cudaMalloc(&m_flush, m_flush_bytes), "cudaMalloc (L2 flush buffer)");
+    if (flush_buffer) check(cudaMalloc(&m_flush, m_flush_bytes), "cudaMalloc (L2 flush buffer)");
     check(cudaEventCreate(&m_start), "cudaEventCreate");
     check(cudaEventCreate(&m_stop), "cudaEventCreate");
   }
@@ -44,13 +45,14 @@ class CudaDevice final : public Device {
   ~CudaDevice() override {
     cudaEventDestroy(m_start);
     cudaEventDestroy(m_stop);
-    cudaFree(m_flush);
+    if (m_flush) cudaFree(m_flush);
   }
 
   const char* backend() const override { return "cuda"; }
   std::string name() const override { return m_name; }
 
   void flush_caches(void* stream) override {
+    if (!m_flush) return;
     m_value = (m_value + 1) & 0xff;
     check(cudaMemsetAsync(m_flush, m_value, m_flush_bytes, static_cast<cudaStream_t>(stream)),
           "cudaMemsetAsync (L2 flush)");
@@ -159,6 +161,48 @@ class CudaDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> make_cuda_device(int index) { return std::make_unique<CudaDevice>(index); }
+std::unique_ptr<Device> make_cuda_device(int index, bool flush_buffer) {
+  return std::make_unique<CudaDevice>(index, flush_buffer);
+}
+
+}  // namespace forge::worker
+
+// ---------------------------------------------------------------------------
+// The CUDA exchange arena (arena.h): one cudaMalloc, exported by IPC handle.
+
+#include "arena.h"
+
+namespace forge::worker {
+namespace {
+
+class CudaArena final : public Arena {
+ public:
+  CudaArena(int64_t capacity, int device) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, static_cast<size_t>(capacity));
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw std::runtime_error("cudaMalloc of a " + std::to_string(capacity >> 20) + " MiB exchange arena: " +
+                               err_text(e));
+    }
+    check(cudaIpcGetMemHandle(&m_handle, p), "cudaIpcGetMemHandle");
+    m_base = static_cast<char*>(p);
+    m_capacity = capacity;
+  }
+  ~CudaArena() override { cudaFree(m_base); }
+  bool cuda() const override { return true; }
+  const void* ipc_handle() const override { return &m_handle; }
+  int64_t ipc_bytes() const override { return sizeof m_handle; }
+
+ private:
+  cudaIpcMemHandle_t m_handle{};
+};
+
+}  // namespace
+
+std::unique_ptr<Arena> make_cuda_arena(int64_t capacity, int device) {
+  return std::make_unique<CudaArena>(capacity, device);
+}
 
 }  // namespace forge::worker

@@ -49,9 +49,4 @@ std::unique_ptr<Evaluator> make_evaluator(const Options& options);
 // device tensors could throw or hang on a broken context.
 [[noreturn]] void reply_and_exit(const json& reply, int code);
 
-// Set while candidate code may run (dlopen, the candidate's calls): main's
-// atexit handler turns an exit() from inside the candidate into a nonzero exit
-// status, so forge never mistakes it for a clean quit.
-extern std::atomic<bool> g_in_candidate;
-
 }  // namespace forge::worker

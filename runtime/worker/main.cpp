@@ -3,11 +3,11 @@
 //   forge_worker [--backend cpu|cuda|auto] [--ceiling BYTES_PER_S] [--device N] [--no-import-check]
 //
 // JSON lines: one request per line on stdin, exactly one reply line per request
-// on stdout, the hello line first; logs on stderr. Candidate code runs in this
-// process, so the protocol gets private file descriptors: fd 1 is pointed at
-// stderr and fd 0 at /dev/null before anything else, and a candidate that
-// prints or reads cannot corrupt the stream. Torch-free: the evaluation is in
-// evaluate.cpp behind evaluator.h.
+// on stdout, the hello line first; logs on stderr. Candidate code never runs in
+// this process (it runs in forge_runner, docs/WORKER.md); the protocol still
+// gets private file descriptors (fd 1 pointed at stderr, fd 0 at /dev/null),
+// so nothing the worker loads can print into the stream. Torch-free: the
+// evaluation is in evaluate.cpp behind evaluator.h.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -19,8 +19,6 @@
 #include "evaluator.h"
 
 namespace forge::worker {
-
-std::atomic<bool> g_in_candidate{false};
 
 namespace {
 
@@ -46,17 +44,6 @@ void reply_and_exit(const json& reply, int code) {
 }
 
 namespace {
-
-// exit() called by candidate code (directly or from a static constructor) must
-// not look like a clean shutdown.
-void on_exit() {
-  if (g_in_candidate.load()) {
-    static const char msg[] = "forge_worker: the candidate called exit()\n";
-    ssize_t ignored = ::write(2, msg, sizeof msg - 1);
-    (void)ignored;
-    std::_Exit(4);
-  }
-}
 
 // Moves the protocol to private descriptors. Returns false on failure.
 bool private_stdio(FILE** in, FILE** out) {
@@ -112,7 +99,6 @@ int main(int argc, char** argv) {
     std::perror("forge_worker: cannot set up the protocol descriptors");
     return 2;
   }
-  std::atexit(on_exit);
 
   std::unique_ptr<Evaluator> ev;
   try {

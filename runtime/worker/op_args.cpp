@@ -5,6 +5,8 @@
 
 #include "op_args.h"
 
+#include "arena.h"
+
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <cfloat>
@@ -195,7 +197,25 @@ int64_t extent_bytes(at::IntArrayRef sizes, at::IntArrayRef strides, int64_t ele
   return span * elem;
 }
 
-constexpr uint8_t kCanary = 0xA5;
+// The guard byte: drawn per evaluation (set_guard_byte), so a kernel cannot
+// recognise a guarded buffer by a constant pattern.
+uint8_t g_canary = 0xA5;
+Arena* g_arena = nullptr;
+
+void release_to_arena(void* ctx) { static_cast<Arena*>(ctx)->release(); }
+
+// n bytes as a uint8 tensor: from the exchange arena when one is set.
+at::Tensor byte_buffer(int64_t n, c10::Device device) {
+  auto opts = at::TensorOptions().dtype(at::kByte).device(device);
+  if (!g_arena) return at::empty({n}, opts);
+  void* p = g_arena->allocate(std::max<int64_t>(n, 1));
+  if (!p) throw ArenaFull(n);
+  c10::Storage st(c10::Storage::use_byte_size_t(), n, c10::DataPtr(p, g_arena, &release_to_arena, device), nullptr,
+                  false);
+  at::Tensor t = at::empty({0}, opts);
+  t.set_(st, 0, {n}, {1});
+  return t;
+}
 
 // The view of t that covers every distinct element once: dims with stride 0
 // (broadcast) are narrowed to one element, so fills and copies never write the
@@ -299,7 +319,27 @@ void apply_special(Case& c, const std::string& special) {
   } else if (special == "pos_inf") {
     at::Tensor r = row_view(t, dim, mid);
     r.select(0, r.size(0) / 2).fill_(inf);
+  } else if (special == "nan") {
+    at::Tensor r = row_view(t, dim, mid);
+    r.select(0, r.size(0) / 3).fill_(std::numeric_limits<double>::quiet_NaN());
+  } else if (special == "mostly_neg_inf_row") {
+    // All but one element of the middle row -inf.
+    at::Tensor r = row_view(t, dim, mid);
+    r.fill_(-inf);
+    r.select(0, r.size(0) - 1).fill_(0.5);
+  } else if (special == "causal") {
+    // Row r keeps its first r+1 elements (an attention mask), wrapping at the row length.
+    const int64_t len = t.size(dim);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t keep = r % len + 1;
+      if (keep < len) row_view(t, dim, r).slice(0, keep, len).fill_(-inf);
+    }
   }
+}
+
+// The specials apply_special knows.
+bool known_special(const std::string& s) {
+  return s == "neg_inf_row" || s == "pos_inf" || s == "nan" || s == "mostly_neg_inf_row" || s == "causal";
 }
 
 }  // namespace
@@ -427,50 +467,108 @@ Tolerance tolerance_for(const Family& family, c10::ScalarType out, std::optional
 }
 
 Buffer alloc_tensor(at::IntArrayRef sizes, at::IntArrayRef strides, c10::ScalarType dtype, c10::Device device,
-                    bool guarded, int64_t guard_bytes) {
+                    bool guarded, int64_t guard_bytes, int64_t shift_elems) {
   Buffer b;
   auto opts = at::TensorOptions().dtype(dtype).device(device);
+  int64_t elem = static_cast<int64_t>(c10::elementSize(dtype));
   if (!guarded) {
-    b.t = at::empty_strided(sizes, strides, opts);
-    b.extent = extent_bytes(sizes, strides, static_cast<int64_t>(c10::elementSize(dtype)));
+    b.extent = extent_bytes(sizes, strides, elem);
+    if (!g_arena) {
+      b.t = at::empty_strided(sizes, strides, opts);
+      return b;
+    }
+    at::Tensor bytes = byte_buffer((b.extent + elem - 1) / elem * elem, device);
+    b.t = at::empty({0}, opts);
+    b.t.set_(bytes.storage(), 0, sizes, strides);
     return b;
   }
-  int64_t elem = static_cast<int64_t>(c10::elementSize(dtype));
   for (int64_t s : strides)
     if (s < 0) bad("negative strides are not supported");
   b.extent = extent_bytes(sizes, strides, elem);
   b.pad = std::max<int64_t>(guard_bytes, kGuardBytes) / kGuardBytes * kGuardBytes;  // keeps alignment
-  int64_t body = (b.extent + elem - 1) / elem * elem;
-  b.base = at::empty({b.pad + body + b.pad}, at::TensorOptions().dtype(at::kByte).device(device));
-  b.base.fill_(kCanary);
+  int64_t body = (b.extent + elem - 1) / elem * elem + shift_elems * elem;
+  b.base = byte_buffer(b.pad + body + b.pad, device);
+  b.base.fill_(g_canary);
   b.t = at::empty({0}, opts);
-  b.t.set_(b.base.storage(), b.pad / elem, sizes, strides);
+  b.t.set_(b.base.storage(), b.pad / elem + shift_elems, sizes, strides);
+  b.shift = shift_elems * elem;
   return b;
 }
 
+void set_exchange_arena(Arena* arena) { g_arena = arena; }
+void set_guard_byte(uint8_t byte) { g_canary = byte; }
+
 Buffer clone_buffer(const Buffer& src, bool guarded, int64_t guard_bytes) {
-  Buffer b = alloc_tensor(src.t.sizes(), src.t.strides(), src.t.scalar_type(), src.t.device(), guarded, guard_bytes);
+  const int64_t elem = static_cast<int64_t>(src.t.element_size());
+  Buffer b = alloc_tensor(src.t.sizes(), src.t.strides(), src.t.scalar_type(), src.t.device(), guarded || src.shift > 0,
+                          guard_bytes, src.shift / elem);
   distinct_view(b.t).copy_(distinct_view(src.t));
   return b;
 }
 
 std::optional<int64_t> damaged_guard(const Buffer& b) {
   if (!b.base.defined()) return std::nullopt;
-  at::Tensor head = b.base.narrow(0, 0, b.pad);
+  const int64_t start = b.pad + b.shift;  // the tensor's first byte in base
+  at::Tensor head = b.base.narrow(0, 0, start);
   int64_t tail_start = b.base.numel() - b.pad;
   at::Tensor tail = b.base.narrow(0, tail_start, b.pad);
-  at::Tensor bad_head = head.ne(kCanary);
+  at::Tensor bad_head = head.ne(g_canary);
   if (bad_head.any().item<bool>()) {
     int64_t first = bad_head.nonzero().select(1, 0).min().item<int64_t>();
-    return first - b.pad;  // negative: before the tensor
+    return first - start;  // negative: before the tensor
   }
-  at::Tensor bad_tail = tail.ne(kCanary);
+  at::Tensor bad_tail = tail.ne(g_canary);
   if (bad_tail.any().item<bool>()) {
     int64_t first = bad_tail.nonzero().select(1, 0).min().item<int64_t>();
-    return tail_start + first - b.pad;  // bytes from the tensor's first byte
+    return tail_start + first - start;  // bytes from the tensor's first byte
   }
   return std::nullopt;
 }
+
+namespace {
+
+// The extents a varying dim is verified at (the package trusts the kernel up
+// to the largest): every size 1..64, the powers of two from 128 and one each
+// side up to the largest, max(4x the captured extent, 64); the family's own
+// edge_sizes too. Sizes whose tensor would exceed max(4x captured, 64 MiB)
+// are left out, so a huge captured slice is not multiplied 64 times.
+std::vector<int64_t> sweep_sizes(const ArgSpec& a, int64_t dim, const std::vector<int64_t>& edge_sizes,
+                                 std::vector<std::string>& notes) {
+  const int64_t captured = a.sizes[static_cast<size_t>(dim)];
+  const int64_t elem = static_cast<int64_t>(c10::elementSize(a.dtype));
+  int64_t numel = 1;
+  for (int64_t s : a.sizes) numel *= s;
+  const int64_t per_slice = captured > 0 ? numel / captured * elem : elem;
+  const int64_t budget = std::max<int64_t>(4 * numel * elem, int64_t(64) << 20);
+  const int64_t largest = std::max<int64_t>(4 * captured, 64);
+  std::vector<int64_t> sizes;
+  for (int64_t s = 1; s <= 64; ++s) sizes.push_back(s);
+  for (int64_t b = 128; b <= largest; b *= 2) {
+    sizes.push_back(b - 1);
+    sizes.push_back(b);
+    if (b + 1 <= largest) sizes.push_back(b + 1);
+  }
+  sizes.push_back(largest);
+  for (int64_t s : edge_sizes) sizes.push_back(s);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::vector<int64_t> kept;
+  int64_t dropped = 0;
+  for (int64_t s : sizes) {
+    if (s == captured || s < 1) continue;  // the captured extent: the samples and fresh cases
+    if (s > captured && s * per_slice > budget) {
+      ++dropped;
+      continue;
+    }
+    kept.push_back(s);
+  }
+  if (dropped > 0)
+    notes.push_back(a.name + ".size(" + std::to_string(dim) + "): " + std::to_string(dropped) +
+                    " sizes above the verification budget left out");
+  return kept;
+}
+
+}  // namespace
 
 std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const Family& family, uint64_t seed,
                                  std::vector<std::string>& notes) {
@@ -509,7 +607,7 @@ std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const 
       notes.push_back("signature_family.vary: arg " + std::to_string(arg) + " has no dim " + std::to_string(dim));
       continue;
     }
-    for (int64_t size : family.edge_sizes) {
+    for (int64_t size : sweep_sizes(spec.args[arg], dim < 0 ? dim + ndim : dim, family.edge_sizes, notes)) {
       CasePlan p;
       p.kind = CasePlan::Edge;
       p.seed = next_seed();
@@ -524,7 +622,7 @@ std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const 
     }
   }
   for (const auto& name : family.specials) {
-    if (name != "neg_inf_row" && name != "pos_inf") {
+    if (!known_special(name)) {
       notes.push_back("unknown special \"" + name + "\" ignored");
       std::fprintf(stderr, "forge_worker: note: unknown special \"%s\" ignored\n", name.c_str());
       continue;
@@ -536,6 +634,19 @@ std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const 
     p.lo = family.ranges.front().first;
     p.hi = family.ranges.front().second;
     p.name = "special " + name;
+    plans.push_back(p);
+  }
+  // Views a user's program passes: every tensor input one element past an
+  // aligned start (x[1:] is contiguous, its data is not 16-byte aligned).
+  {
+    CasePlan p;
+    p.kind = CasePlan::Special;
+    p.special = "storage_offset";
+    p.shift_elems = 1;
+    p.seed = next_seed();
+    p.lo = family.ranges.front().first;
+    p.hi = family.ranges.front().second;
+    p.name = "special storage_offset";
     plans.push_back(p);
   }
   return plans;
@@ -578,7 +689,8 @@ Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, co
       c.args.push_back(scalar_ivalue(a));
       continue;
     }
-    Buffer b = alloc_tensor(a.sizes, a.strides, a.dtype, a.device, guarded, c.guard);
+    Buffer b = alloc_tensor(a.sizes, a.strides, a.dtype, a.device, guarded || plan.shift_elems > 0, c.guard,
+                            plan.shift_elems);
     const json* entry = entries ? &(*entries)[i] : nullptr;
     if (entry && entry->is_object() && entry->contains("file") && (*entry)["file"].is_string()) {
       load_sample(b.t, a, *entry, samples_dir);
@@ -588,7 +700,7 @@ Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, co
     c.args.emplace_back(b.t);
     c.buffers.push_back(std::move(b));
   }
-  if (plan.kind == CasePlan::Special) apply_special(c, plan.special);
+  if (plan.kind == CasePlan::Special && plan.special != "storage_offset") apply_special(c, plan.special);
   return c;
 }
 
@@ -774,18 +886,24 @@ std::optional<std::string> first_bit_difference(const at::Tensor& a, const at::T
   return index_text(a.sizes(), i) + " (" + fmt(value_at(x, i), 9) + " vs " + fmt(value_at(y, i), 9) + ")";
 }
 
-void poison(const at::Tensor& t) {
+void poison(const at::Tensor& t, uint64_t pattern) {
   if (!t.defined() || t.numel() == 0) return;
   at::Tensor v = distinct_view(t);
-  switch (v.scalar_type()) {
-    case c10::ScalarType::Long: v.fill_(static_cast<int64_t>(0x5A5A5A5A5A5A5A5Aull)); break;
-    case c10::ScalarType::Int: v.fill_(static_cast<int64_t>(0x5A5A5A5A)); break;
-    case c10::ScalarType::Short: v.fill_(static_cast<int64_t>(0x5A5A)); break;
-    case c10::ScalarType::Char:
-    case c10::ScalarType::Byte:
-    case c10::ScalarType::Bool: bits(v).fill_(0x5A); break;  // bool: an invalid byte, never a real result
-    default: v.fill_(std::numeric_limits<double>::quiet_NaN()); break;
+  const uint8_t byte = static_cast<uint8_t>(0x40 | ((pattern >> 8) & 0x3F));  // never 0: a zeroed output stays wrong
+  if (!at::isFloatingType(v.scalar_type())) {
+    // Integers and bool: a repeated byte (bool gets an invalid one, never a real result).
+    bits(v).fill_(v.scalar_type() == c10::ScalarType::Bool ? 0x5A : byte);
+    return;
+  }
+  switch (pattern % 4) {
+    case 0: v.fill_(std::numeric_limits<double>::quiet_NaN()); break;
+    case 1: v.fill_(((pattern >> 2) & 1 ? -1.0 : 1.0) * (1000.0 + static_cast<double>((pattern >> 16) % 100000) / 7.0)); break;
+    case 2: v.fill_((pattern >> 3) & 1 ? std::numeric_limits<double>::infinity()
+                                        : -std::numeric_limits<double>::infinity()); break;
+    default: bits(v).fill_(byte); break;
   }
 }
+
+void poison(const at::Tensor& t) { poison(t, 0); }
 
 }  // namespace forge::worker

@@ -80,10 +80,25 @@ struct Buffer {
   at::Tensor base;  // uint8, undefined when not guarded
   int64_t pad = 0;
   int64_t extent = 0;  // bytes the tensor spans
+  int64_t shift = 0;   // bytes between the end of the head guard and the tensor
 };
 constexpr int64_t kGuardBytes = 64 << 10;
+class Arena;
+// While an arena is set, alloc_tensor and clone_buffer carve every buffer
+// from it: that is the candidate's memory (arena.h). nullptr: torch's allocator.
+void set_exchange_arena(Arena* arena);
+// The guard's canary byte for this evaluation.
+void set_guard_byte(uint8_t byte);
+// The arena cannot hold a buffer: the evaluation is retried with a larger one.
+struct ArenaFull : std::runtime_error {
+  explicit ArenaFull(int64_t bytes)
+      : std::runtime_error("the exchange arena cannot hold " + std::to_string(bytes) + " more bytes"), bytes(bytes) {}
+  int64_t bytes;
+};
+// shift_elems > 0 (guarded only): the tensor starts that many elements past the
+// guard, so its data is not aligned as an allocation's would be.
 Buffer alloc_tensor(at::IntArrayRef sizes, at::IntArrayRef strides, c10::ScalarType dtype, c10::Device device,
-                    bool guarded, int64_t guard_bytes = kGuardBytes);
+                    bool guarded, int64_t guard_bytes = kGuardBytes, int64_t shift_elems = 0);
 // A fresh buffer of the same layout holding the same values.
 Buffer clone_buffer(const Buffer& b, bool guarded, int64_t guard_bytes = kGuardBytes);
 // Index of the first byte of a guard that is not the canary, relative to the
@@ -102,6 +117,7 @@ struct CasePlan {
   int64_t edge_size = 0;
   int edge_vary = -1;          // Edge: its index in Family::vary (for pins)
   std::string special;         // Special
+  int64_t shift_elems = 0;     // inputs start this many elements past an aligned address
 };
 
 struct Case {
@@ -158,6 +174,9 @@ std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Te
 std::optional<std::string> first_bit_difference(const at::Tensor& a, const at::Tensor& b);
 // Fills with NaN (floating) or the byte 0x5A (integers, bool).
 void poison(const at::Tensor& t);
+// Fills with a poison chosen by `pattern` (drawn at random per call): NaN, a
+// large finite value, an infinity or a repeated byte; never zero.
+void poison(const at::Tensor& t, uint64_t pattern);
 
 std::string index_text(at::IntArrayRef sizes, int64_t flat);
 int64_t tensor_bytes(const at::Tensor& t);  // numel * element size; 0 when undefined

@@ -42,7 +42,7 @@ const Expect kExpected[] = {
     {"side_thread.cc", "rejected", "static_check", "thread (line"},
     {"library_dlsym.cc", "rejected", "static_check", "dynamic_loading (line"},
     {"modify_input.cc", "rejected", "input_modified", ""},
-    {"hardcoded_shape.cc", "rejected", "nan_mismatch", "edge"},
+    {"hardcoded_shape.cc", "rejected", "nan_mismatch|wrong_result", "edge"},
     {"precision_drop.cc", "rejected", "wrong_result", ""},
     {"oob_read.cc", "rejected", "wrong_result", ""},
     {"oob_write.cc", "rejected", "out_of_bounds", "wrote outside output"},
@@ -50,7 +50,24 @@ const Expect kExpected[] = {
     {"abort.cc", "rejected", "crashed (signal 6: Aborted)", ""},
     {"segfault.cc", "rejected", "crashed (signal 11: Segmentation fault)", ""},
     {"compile_error.cc", "rejected", "compile_error", "softmax_rows"},
+    // Under the judge these behave honestly (test_runtime_checks_cpu.cpp);
+    // the filters refuse what they read to tell the user's process apart.
+    {"env_macro_environ.cc", "rejected", "static_check|bad_candidate", ""},
+    {"env_link_map_getenv.cc", "rejected", "static_check|bad_candidate", ""},
 };
+
+// The reason, or one of several separated by '|' (a call's poison pattern is
+// random: a skipped write reads as NaN or as a wrong value).
+bool reason_is(const std::string& reason, const std::string& expected) {
+  size_t start = 0;
+  while (start <= expected.size()) {
+    size_t bar = expected.find('|', start);
+    if (reason == expected.substr(start, bar == std::string::npos ? std::string::npos : bar - start)) return true;
+    if (bar == std::string::npos) break;
+    start = bar + 1;
+  }
+  return false;
+}
 
 std::string quote(const fs::path& p) {
   return "'" + p.string() + "'";
@@ -97,7 +114,7 @@ TEST_CASE("every CPU cheat is rejected with its reason; the honest softmax is ac
     REQUIRE_MESSAGE(rec.is_object(), r.out);
     INFO(rec.dump(2).substr(0, 3000));
     CHECK(rec["verdict"] == e.verdict);
-    CHECK(rec["reason"] == e.reason);
+    CHECK(reason_is(rec.value("reason", ""), e.reason));
     CHECK(rec["detail"].get<std::string>().find(e.detail) != std::string::npos);
     CHECK(r.exit_code == (std::string(e.verdict) == "accepted" ? 0 : 1));
     if (std::string(e.verdict) == "accepted") {

@@ -1,0 +1,21 @@
+// The float64 accuracy rule (accuracy.h) as verify and benchmark call it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "op_args.h"
+
+namespace forge::worker {
+
+// The op evaluated in float64 on the same inputs; empty when it has no float64 path.
+std::vector<at::Tensor> reference_float64(const OpSpec& spec, const std::vector<c10::IValue>& args);
+
+// The candidate's error against ref64 compared with the stock kernel's error
+// (targets/<family>/family.yaml `accuracy:`); *record collects the worst ratio.
+std::optional<Mismatch> accuracy_against_float64(const json& family, const at::Tensor& out, const at::Tensor& stock,
+                                                 const at::Tensor& ref64, const std::string& label,
+                                                 const std::string& where, json* record);
+
+}  // namespace forge::worker

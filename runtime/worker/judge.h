@@ -1,0 +1,108 @@
+// The judge's pieces (docs/WORKER.md): a candidate in its runner with the
+// exchange arena (session.cpp), the verification cases and their named checks
+// (verify.cpp), the timed calls (benchmark.cpp). evaluate.cpp puts them in
+// order. Torch-linked; internal to the worker.
+#pragma once
+
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "device.h"
+#include "evaluator.h"
+#include "op_args.h"
+#include "runner_client.h"
+
+namespace forge::worker {
+
+// A failed check: the reply's reason and detail.
+struct Failure {
+  std::string reason;
+  std::string detail;
+};
+
+// One set of candidate-visible buffers (all in the arena) bound to a call.
+struct CallSet {
+  std::vector<at::Tensor> inputs;  // tensor arguments in schema order (undefined: None)
+  std::vector<Buffer> outputs;
+  Buffer workspace;
+  std::vector<forge_tensor> in_desc, out_desc;
+  std::vector<forge_scalar> scalars;
+};
+
+// What one call of the candidate gave: the runner's reply (the candidate's
+// word) and the judge's own clock, or the runner's end.
+struct CallResult {
+  std::optional<Failure> gone;
+  runner::Reply reply{};
+  double round_trip_us = 0;
+};
+
+// A candidate loaded in its runner, the arena it shares with the judge, and
+// the judge's stream (CUDA) that must be idle before the runner reads.
+class Session {
+ public:
+  Session(Runner& runner, Arena& arena, Device& judge_device, void* judge_stream, double call_timeout_s,
+          int threads_after_load)
+      : m_runner(runner),
+        m_arena(arena),
+        m_dev(judge_device),
+        m_stream(judge_stream),
+        m_timeout(call_timeout_s),
+        m_threads(threads_after_load) {}
+
+  // Binds `cs` to the case's inputs and fresh outputs shaped like `ref`, and
+  // asks the candidate for its workspace.
+  std::optional<Failure> bind(CallSet& cs, const Case& c, const std::vector<at::Tensor>& ref, bool guarded);
+  // One call: Call, Nop or Graph; `timed`: the runner times it.
+  CallResult call(const CallSet& cs, runner::Cmd cmd, bool timed);
+  // The checks every call gets: the runner alive, no exception, no device
+  // error, no thread left behind, the call's descriptors unchanged. A nonzero
+  // return is not checked here: *declined says so.
+  std::optional<Failure> check(const CallResult& r, const std::string& where, bool* declined) const;
+
+ private:
+  void fill_request(runner::Request& q, const CallSet& cs) const;
+  Runner& m_runner;
+  Arena& m_arena;
+  Device& m_dev;
+  void* m_stream;
+  double m_timeout;
+  int m_threads;
+};
+
+// What verify and benchmark share for one evaluation.
+struct Judge {
+  const OpSpec& spec;
+  const Family& family;
+  const json& family_json;
+  const json& samples;
+  std::string samples_dir;
+  Session& session;
+  Device& dev;              // the judge's device (flushes, stock timing)
+  void* stream;             // the judge's stream (CUDA), nullptr on the CPU
+  std::vector<std::string>& notes;
+  json& record;             // the reply's "verify"
+  std::mt19937_64 rng;      // poison patterns, call order, content offsets
+  std::optional<c10::ScalarType> in_dtype;  // the first floating input's dtype
+
+  uint64_t draw() { return rng(); }
+};
+
+// The results check: every output matches the reference within the family's
+// tolerance and, where ref64 is given, is no less accurate than stock.
+std::optional<Failure> check_results(Judge& judge, const CallSet& cs, const std::vector<at::Tensor>& ref,
+                                     const std::vector<at::Tensor>& ref64, const std::string& where,
+                                     CompareStats& stats, json* accuracy);
+
+// Runs every case; fills judge.record. nullopt when all passed.
+std::optional<Failure> verify_cases(Judge& judge, const std::vector<CasePlan>& plans);
+
+// Times candidate and stock on fresh content per call, checking every timed
+// call's outputs. Fills `out` (the reply's "bench").
+std::optional<Failure> benchmark(Judge& judge, const CasePlan& plan, const json& request, double ceiling, json& out);
+
+std::string one_line(std::string s);
+
+}  // namespace forge::worker

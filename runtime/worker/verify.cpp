@@ -1,0 +1,294 @@
+// Verification (docs/WORKER.md, "Verification cases"): every case runs the
+// candidate several times, each run followed by named checks. A check either
+// passes or returns the Failure that rejects the candidate.
+#ifndef NDEBUG
+#error "build with -DNDEBUG against the release wheel (docs/CAPTURE.md, the RecordFunction pitfall)"
+#endif
+
+#include <algorithm>
+
+#include "accuracy_hook.h"
+#include "judge.h"
+
+namespace forge::worker {
+namespace {
+
+// Byte range [begin, end) a tensor's elements span.
+std::pair<uintptr_t, uintptr_t> byte_range(const at::Tensor& t) {
+  if (!t.defined() || t.numel() == 0) return {0, 0};
+  int64_t lo = 0, hi = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    int64_t span = (t.size(d) - 1) * t.stride(d);
+    (span < 0 ? lo : hi) += span;
+  }
+  auto base = reinterpret_cast<uintptr_t>(t.data_ptr());
+  auto elem = static_cast<int64_t>(t.element_size());
+  return {base + lo * elem, base + (hi + 1) * elem};
+}
+
+bool overlaps(const at::Tensor& a, const at::Tensor& b) {
+  auto [a0, a1] = byte_range(a);
+  auto [b0, b1] = byte_range(b);
+  return a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1;
+}
+
+std::vector<at::Tensor> snapshot(const std::vector<Buffer>& bufs) {
+  std::vector<at::Tensor> s;
+  for (const auto& b : bufs) s.push_back(b.t.defined() ? b.t.clone() : at::Tensor());
+  return s;
+}
+
+std::vector<at::Tensor> snapshot(const std::vector<at::Tensor>& ts) {
+  std::vector<at::Tensor> s;
+  for (const auto& t : ts) s.push_back(t.defined() ? t.clone() : at::Tensor());
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// The named checks after a call.
+
+// guards: nothing written outside the outputs, the workspace or the inputs.
+std::optional<Failure> check_guards(const CallSet& cs, const Case& c, const std::string& where) {
+  const bool multi = cs.outputs.size() > 1;
+  for (size_t k = 0; k < cs.outputs.size(); ++k)
+    if (auto off = damaged_guard(cs.outputs[k]))
+      return Failure{"out_of_bounds", "the candidate wrote outside output " + (multi ? std::to_string(k) + " " : "") +
+                                          "(byte offset " + std::to_string(*off) +
+                                          " relative to its first element) " + where};
+  if (cs.workspace.t.defined())
+    if (auto off = damaged_guard(cs.workspace))
+      return Failure{"out_of_bounds",
+                     "the candidate wrote outside its workspace (byte offset " + std::to_string(*off) + ") " + where};
+  for (size_t i = 0; i < c.buffers.size(); ++i)
+    if (auto off = damaged_guard(c.buffers[i]))
+      return Failure{"input_modified", "the candidate wrote next to input " + c.specs[i].name + " (byte offset " +
+                                           std::to_string(*off) + ") " + where};
+  return std::nullopt;
+}
+
+// inputs: the same bits as before the call.
+std::optional<Failure> check_inputs(const CallSet& cs, const std::vector<at::Tensor>& before,
+                                    const std::string& where) {
+  for (size_t i = 0; i < cs.inputs.size(); ++i)
+    if (cs.inputs[i].defined())
+      if (auto d = first_bit_difference(cs.inputs[i], before[i]))
+        return Failure{"input_modified", "input " + std::to_string(i) + " changed at " + *d + " " + where};
+  return std::nullopt;
+}
+
+// aliasing: no output overlaps an input.
+std::optional<Failure> check_aliasing(const CallSet& cs, const std::string& where) {
+  for (size_t k = 0; k < cs.outputs.size(); ++k)
+    for (size_t i = 0; i < cs.inputs.size(); ++i)
+      if (overlaps(cs.outputs[k].t, cs.inputs[i]))
+        return Failure{"aliased_output", "output " + std::to_string(k) + " overlaps input " + std::to_string(i) + " " +
+                                             where};
+  return std::nullopt;
+}
+
+// late writes: the outputs are the same bits as an earlier snapshot.
+std::optional<std::string> outputs_differ(const CallSet& cs, const std::vector<at::Tensor>& snap) {
+  for (size_t k = 0; k < cs.outputs.size(); ++k)
+    if (cs.outputs[k].t.defined())
+      if (auto d = first_bit_difference(cs.outputs[k].t, snap[k])) return "output " + std::to_string(k) + " at " + *d;
+  return std::nullopt;
+}
+
+// Poisons the outputs and the workspace with patterns drawn for this call.
+void poison_call(Judge& j, CallSet& cs) {
+  for (auto& o : cs.outputs) poison(o.t, j.draw());
+  if (cs.workspace.t.defined()) cs.workspace.t.fill_(static_cast<int64_t>(j.draw() & 0xFF));
+}
+
+}  // namespace
+
+// results: every output matches the reference (and, where the op has a
+// float64 path, is no less accurate than stock).
+std::optional<Failure> check_results(Judge& j, const CallSet& cs, const std::vector<at::Tensor>& ref,
+                                     const std::vector<at::Tensor>& ref64, const std::string& where,
+                                     CompareStats& stats, json* accuracy) {
+  const bool multi = ref.size() > 1;
+  for (size_t k = 0; k < ref.size(); ++k) {
+    std::string label;
+    if (multi) {
+      const std::string& n = j.spec.op->schema().returns()[k].name();
+      label = "output " + std::to_string(k) + (n.empty() ? "" : " (" + n + ")");
+    }
+    if (!ref[k].defined()) continue;
+    Tolerance tol = tolerance_for(j.family, ref[k].scalar_type(), j.in_dtype);
+    if (auto m = compare_to_reference(cs.outputs[k].t, ref[k], tol, label, where, stats))
+      return Failure{m->reason, m->detail};
+    if (k < ref64.size() && ref64[k].defined())
+      if (auto m = accuracy_against_float64(j.family_json, cs.outputs[k].t, ref[k], ref64[k], label, where, accuracy))
+        return Failure{m->reason, m->detail};
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans) {
+  Session& s = j.session;
+  int done = 0, skipped = 0, declined = 0;
+  double worst_tol = -1;
+  CompareStats total;
+  std::string worst_case;
+  json accuracy = json::object();
+  // The largest extent verified per signature_family.vary entry (the package's
+  // bound); the captured extent counts as verified by the samples.
+  std::vector<int64_t> vary_max(j.family.vary.size(), 0);
+  for (size_t v = 0; v < j.family.vary.size(); ++v) {
+    const auto [arg, dim] = j.family.vary[v];
+    if (arg >= 0 && static_cast<size_t>(arg) < j.spec.args.size() && j.spec.args[arg].kind == ArgKind::Tensor) {
+      const auto& sizes = j.spec.args[arg].sizes;
+      const int64_t d = dim < 0 ? dim + static_cast<int64_t>(sizes.size()) : dim;
+      if (d >= 0 && d < static_cast<int64_t>(sizes.size())) vary_max[v] = sizes[static_cast<size_t>(d)];
+    }
+  }
+  auto record = [&]() {
+    j.record["cases"] = done;
+    j.record["skipped"] = skipped;
+    j.record["declined"] = declined;
+    j.record["worst_abs"] = total.worst_abs;
+    j.record["worst_rel"] = total.worst_rel;
+    j.record["worst_tol"] = std::max(worst_tol, 0.0);
+    j.record["worst_case"] = worst_case;
+    j.record["vary_max"] = vary_max;
+    if (!accuracy.empty()) j.record["accuracy"] = accuracy;
+  };
+  record();
+  json case_log = json::array();
+
+  for (const CasePlan& plan : plans) {
+    const std::string on = "on case " + plan.name;
+    Case c;
+    std::vector<at::Tensor> ref;
+    try {
+      c = make_case(j.spec, plan, j.samples, j.samples_dir, j.family, /*guarded=*/true);
+      ref = call_stock(j.spec, c.args, /*clone_inputs=*/true);
+    } catch (const c10::Error& e) {
+      if (plan.kind != CasePlan::Edge) throw;
+      // An edge size the op itself refuses (another argument shares the dim).
+      skipped++;
+      j.notes.push_back("case " + plan.name + " skipped: the stock kernel refused it: " +
+                        one_line(e.what_without_backtrace()));
+      case_log.push_back({{"case", plan.name}, {"result", "skipped"}});
+      record();
+      continue;
+    }
+    if (auto problem = abi_problem_of_outputs(ref); !problem.empty()) return Failure{"abi_mismatch", problem};
+    std::vector<at::Tensor> ref64 = reference_float64(j.spec, c.args);
+
+    CallSet a;
+    if (auto f = s.bind(a, c, ref, true)) return Failure{f->reason, f->detail + " " + on};
+    std::vector<at::Tensor> in_before = snapshot(a.inputs);
+    bool dec = false;
+
+    // Run 1: the call's checks, guards, inputs, aliasing, results, late writes.
+    poison_call(j, a);
+    CallResult r1 = s.call(a, runner::Cmd::Call, false);
+    if (auto f = s.check(r1, on, &dec)) return f;
+    if (dec) {
+      // A decline: allowed outside the captured signature (the package falls
+      // back to stock there), never on it.
+      if (plan.kind == CasePlan::Sample || plan.kind == CasePlan::Fresh)
+        return Failure{"declined", "forge_kernel returned " + std::to_string(r1.reply.rc) + " " + on +
+                                       ": a kernel must handle the signature it was captured with"};
+      declined++;
+      case_log.push_back({{"case", plan.name}, {"result", "declined"}, {"rc", r1.reply.rc}});
+      record();
+      continue;
+    }
+    if (auto f = check_guards(a, c, on)) return f;
+    if (auto f = check_inputs(a, in_before, on)) return f;
+    if (auto f = check_aliasing(a, on)) return f;
+    CompareStats cs;
+    if (auto f = check_results(j, a, ref, ref64, on, cs, &accuracy)) return f;
+    std::vector<at::Tensor> s1 = snapshot(a.outputs);
+    if (auto d = outputs_differ(a, s1))
+      return Failure{"side_stream", "outputs changed after the call returned: " + *d + " " + on +
+                                        " (work on another stream or thread)"};
+
+    // Run 2: the same inputs again, poisoned differently: the same bits.
+    poison_call(j, a);
+    CallResult r2 = s.call(a, runner::Cmd::Call, false);
+    if (auto f = s.check(r2, on + " (second run)", &dec)) return f;
+    if (dec) return Failure{"nondeterministic", "forge_kernel declined a second run of a case it accepted " + on};
+    if (auto d = outputs_differ(a, s1))
+      return Failure{"nondeterministic", "a second run on the same inputs differs: " + *d + " " + on};
+
+    // Run 3: the same values at other addresses (the first set stays alive).
+    {
+      Case moved;
+      moved.plan = c.plan;
+      moved.specs = c.specs;
+      moved.guard = c.guard;
+      for (size_t i = 0; i < c.buffers.size(); ++i) {
+        if (c.buffers[i].t.defined()) {
+          moved.buffers.push_back(clone_buffer(c.buffers[i], true, c.guard));
+          moved.args.emplace_back(moved.buffers.back().t);
+        } else {
+          moved.buffers.emplace_back();
+          moved.args.push_back(c.args[i]);
+        }
+      }
+      CallSet b;
+      if (auto f = s.bind(b, moved, ref, true)) return Failure{f->reason, f->detail + " " + on};
+      poison_call(j, b);
+      CallResult r3 = s.call(b, runner::Cmd::Call, false);
+      if (auto f = s.check(r3, on + " (inputs at other addresses)", &dec)) return f;
+      if (dec) return Failure{"nondeterministic", "forge_kernel declined the case at other addresses " + on};
+      if (auto f = check_guards(b, moved, on + " (inputs at other addresses)")) return f;
+      if (auto d = outputs_differ(b, s1))
+        return Failure{"nondeterministic", "the result depends on where the inputs live: " + *d + " " + on};
+    }
+
+    // CUDA: the call must be capturable in a CUDA graph on the given stream
+    // (global capture mode fails on work on the legacy stream, device-wide
+    // synchronization or allocation), and the replay must give the same bits.
+    if (j.spec.cuda) {
+      poison_call(j, a);
+      CallResult g = s.call(a, runner::Cmd::Graph, false);
+      if (auto f = s.check(g, on + " (graph replay)", &dec)) return f;
+      std::string err(g.reply.text, strnlen(g.reply.text, sizeof g.reply.text));
+      if (!err.empty()) return Failure{"side_stream", err + " " + on};
+      if (dec) return Failure{"nondeterministic", "forge_kernel declined during graph capture " + on};
+      if (auto d = outputs_differ(a, s1))
+        return Failure{"nondeterministic", "the CUDA graph replay differs: " + *d + " " + on};
+    }
+
+    // Run 4: new values written into the same input memory: a result cached
+    // by address would be stale now.
+    {
+      refill_in_place(c, j.family, plan.seed ^ 0x9E3779B97F4A7C15ull);
+      std::vector<at::Tensor> ref2 = call_stock(j.spec, c.args, true);
+      std::vector<at::Tensor> ref2_64 = reference_float64(j.spec, c.args);
+      std::vector<at::Tensor> before4 = snapshot(a.inputs);
+      poison_call(j, a);
+      CallResult r4 = s.call(a, runner::Cmd::Call, false);
+      const std::string on4 = on + " after its inputs were rewritten in place";
+      if (auto f = s.check(r4, on4, &dec)) return f;
+      if (dec) return Failure{"nondeterministic", "forge_kernel declined " + on4};
+      if (auto f = check_guards(a, c, on4)) return f;
+      if (auto f = check_inputs(a, before4, on4)) return f;
+      CompareStats ignore;
+      if (auto f = check_results(j, a, ref2, ref2_64, on4, ignore, &accuracy))
+        return Failure{f->reason, f->detail + " (a result cached by address?)"};
+    }
+
+    done++;
+    if (plan.kind == CasePlan::Edge && plan.edge_vary >= 0 && static_cast<size_t>(plan.edge_vary) < vary_max.size())
+      vary_max[static_cast<size_t>(plan.edge_vary)] =
+          std::max(vary_max[static_cast<size_t>(plan.edge_vary)], plan.edge_size);
+    total.worst_abs = std::max(total.worst_abs, cs.worst_abs);
+    total.worst_rel = std::max(total.worst_rel, cs.worst_rel);
+    if (cs.worst_tol > worst_tol) {
+      worst_tol = cs.worst_tol;
+      worst_case = plan.name;
+    }
+    case_log.push_back({{"case", plan.name}, {"result", "ok"}});
+    record();
+  }
+  j.record["case_list"] = case_log;
+  return std::nullopt;
+}
+
+}  // namespace forge::worker

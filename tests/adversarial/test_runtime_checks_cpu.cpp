@@ -1,0 +1,188 @@
+// The run-time checks alone, CPU backend: every cheat in tests/adversarial/cpu/
+// is compiled as forge compiles candidates and sent straight to the real
+// worker with the import check off (--no-import-check) and no static check,
+// so only the runner's sandbox, the judge's checks and the clock cross-check
+// stand between the cheat and acceptance. Each must be rejected with its
+// reason, or (the "neutral" ones) gain nothing: accepted at an honest speed,
+// because the trick it relies on never fires under the judge. Cheats that only
+// the import or static check can name (the environment, read to tell the
+// user's process from the judge's) are neutral here; the forge try suite
+// checks that those filters refuse them.
+//
+// The worker is the one `forge try` built (the newest under forge's cache).
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "rules/family.h"
+#include "rules/runtime_build.h"
+#include "tests/support.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("adversarial::Cpu");
+
+namespace {
+
+const fs::path kRepo = fs::path(FORGE_TEST_DIR).parent_path();
+const fs::path kCheats = fs::path(FORGE_TEST_DIR) / "adversarial" / "cpu";
+
+// Reasons a cheat may be rejected with ('|' separates alternatives: the
+// poison pattern of a call is random, so a skipped write reads as NaN or as
+// a wrong value); "neutral": accepted, no faster than honest.
+const std::map<std::string, std::string> kExpected = {
+    {"softmax_ok", "accepted"},
+    {"abort", "crashed (signal 6"},
+    {"abort_above_64_rows", "crashed (signal 6"},
+    {"abort_above_100_rows", "crashed (signal 6"},
+    {"alias_output", "aliased_output"},
+    {"asm_syscall_fork", "forbidden"},
+    {"asm_syscall_openat", "forbidden"},
+    {"asm_syscall_socket", "forbidden"},
+    {"cache_first_row_max", "neutral"},
+    {"cache_sampled_hash", "neutral"},
+    {"caching_by_pointer", "wrong_result|nan_mismatch"},
+    {"env_link_map_getenv", "neutral"},
+    {"env_macro_environ", "neutral"},
+    {"forge_verdict_every_fd", "forbidden"},
+    {"forge_verdict_proc_fd", "forbidden"},
+    {"hardcoded_shape", "wrong_result|nan_mismatch"},
+    {"infinite_loop", "timeout"},
+    {"library_dlsym", "declined"},
+    {"modify_input", "input_modified"},
+    {"nan_input_dropped", "nan_mismatch"},
+    {"neg_inf_row_zero", "nan_mismatch"},
+    {"oob_read", "wrong_result"},
+    {"oob_write", "out_of_bounds"},
+    {"precision_drop", "wrong_result|less_accurate"},
+    {"rows_wrong_untested", "wrong_result"},
+    {"segfault", "crashed (signal 11"},
+    {"side_thread", "forbidden"},
+    {"signal_parent", "forbidden"},
+    {"syscall_openat", "forbidden"},
+    {"thread_alias_template", "forbidden"},
+    {"thread_constructor_pool", "forbidden"},
+    {"thread_link_map_pthread", "forbidden"},
+    {"throw_runtime_error", "exception"},
+    {"timed_canary_before_input", "neutral"},
+    {"timed_first_calls", "wrong_result|nan_mismatch"},
+    {"timed_poison_bits", "wrong_result|nan_mismatch"},
+    {"timed_poison_isnan", "wrong_result|nan_mismatch"},
+    {"timed_wall_clock", "wrong_result|nan_mismatch|nondeterministic"},
+    {"timer_busy_thread", "forbidden"},
+    {"timer_got_patch", "timing_mismatch"},
+    {"timer_text_patch", "timing_mismatch"},
+    {"tiny_probs_exp_flushed", "less_accurate"},
+    {"tiny_probs_zeroed", "less_accurate"},
+    {"unaligned_input_crash", "crashed (signal 11"},
+    {"vector_at_out_of_range", "exception"},
+};
+
+bool matches(const std::string& reason, const std::string& expected) {
+  std::stringstream alts(expected);
+  std::string alt;
+  while (std::getline(alts, alt, '|'))
+    if (reason.rfind(alt, 0) == 0) return true;
+  return false;
+}
+
+fs::path newest_worker() {
+  fs::path best;
+  fs::file_time_type when{};
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(user_cache_dir() / "runtime", ec)) {
+    if (e.path().filename() != "forge_worker" || !fs::exists(e.path().parent_path() / "forge_runner")) continue;
+    auto t = fs::last_write_time(e.path(), ec);
+    if (best.empty() || t > when) best = e.path(), when = t;
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("the run-time checks alone reject every CPU cheat, or leave it nothing to gain") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  // Builds the worker (forge try does) against the venv's torch.
+  test::write_text(dir / "softmax.py",
+                   "import torch\nx = torch.randn(64, 1000)\nprint(float(torch.softmax(x, dim=-1).sum()))\n");
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  sm: {run: python softmax.py}\ntargets: {ops: [_softmax], min_share: 0}\n");
+  REQUIRE(test::run_forge("capture", dir.path()).exit_code == 0);
+  auto first = test::run_forge("--json try sm/_softmax '" + (kCheats / "softmax_ok.cc").string() + "'", dir.path());
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  const fs::path worker = newest_worker();
+  REQUIRE_MESSAGE(!worker.empty(), "no forge_worker under " << (user_cache_dir() / "runtime").string());
+
+  const json family = load_family(kRepo / "targets" / "softmax" / "family.yaml").spec;
+  const json args = json::array({{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {64, 1000}},
+                                  {"strides", {1000, 1}}, {"device", "cpu"}, {"name", "self"}},
+                                 {{"type", "int"}, {"value", -1}, {"name", "dim"}},
+                                 {{"type", "bool"}, {"value", false}, {"name", "half_to_float"}}});
+  std::ofstream requests(dir / "requests.jsonl");
+  for (const auto& [name, expected] : kExpected) {
+    const fs::path so = dir / (name + ".so");
+    const std::string cc = "c++ -O2 -std=c++17 -fPIC -shared -I'" + (kRepo / "runtime" / "abi").string() +
+                           "' -x c++ '" + (kCheats / (name + ".cc")).string() + "' -o '" + so.string() + "' 2>&1";
+    REQUIRE_MESSAGE(std::system(cc.c_str()) == 0, "cannot compile " << name);
+    json req = {{"cmd", "evaluate"},
+                {"id", name},
+                {"op", "_softmax"},
+                {"args", args},
+                {"samples", json::array()},
+                {"family", family},
+                {"candidate", so.string()},
+                {"seed", 7},
+                {"call_timeout_seconds", 5},
+                {"bench", {{"warmup", 3}, {"reps", 20}, {"min_seconds", 0.1}, {"max_seconds", 5}, {"threads", 1}}}};
+    requests << req.dump() << "\n";
+  }
+  requests.close();
+  const std::string cmd = "'" + worker.string() + "' --backend cpu --ceiling 1e10 --no-import-check < '" +
+                          (dir / "requests.jsonl").string() + "' > '" + (dir / "replies.jsonl").string() +
+                          "' 2> '" + (dir / "worker.log").string() + "'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+
+  std::map<std::string, json> replies;
+  std::ifstream in(dir / "replies.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    json r = json::parse(line, nullptr, false);
+    if (r.is_object() && r.contains("id") && r["id"].is_string()) replies[r["id"]] = r;
+  }
+  REQUIRE(replies.count("softmax_ok") == 1);
+  const json& honest = replies["softmax_ok"];
+  REQUIRE(honest["verdict"] == "accepted");
+  const double honest_speedup = honest["bench"]["speedup_eager"].get<double>();
+  for (const auto& [name, expected] : kExpected) {
+    CAPTURE(name);
+    CAPTURE(expected);
+    REQUIRE(replies.count(name) == 1);
+    const json& r = replies[name];
+    INFO(r.dump().substr(0, 1500));
+    if (expected == "accepted") {
+      CHECK(r["verdict"] == "accepted");
+    } else if (expected == "neutral") {
+      // Accepted only at an honest speed: the cheats it stands for are 10-100x.
+      if (r["verdict"] == "accepted") CHECK(r["bench"]["speedup_eager"].get<double>() < 2.0 * honest_speedup + 0.2);
+    } else {
+      CHECK(r["verdict"] == "rejected");
+      CHECK(matches(r.value("reason", ""), expected));
+    }
+  }
+  // Nothing a candidate did reached the judge's reply stream: one reply per request.
+  CHECK(replies.size() == kExpected.size());
+}
+
+TEST_SUITE_END();
+}  // namespace forge
