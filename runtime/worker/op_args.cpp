@@ -8,6 +8,7 @@
 #include "arena.h"
 
 #include <ATen/core/LegacyTypeDispatch.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <cfloat>
 #include <cmath>
@@ -206,6 +207,8 @@ void release_to_arena(void* ctx) { static_cast<Arena*>(ctx)->release(); }
 
 // n bytes as a uint8 tensor: from the exchange arena when one is set.
 at::Tensor byte_buffer(int64_t n, c10::Device device) {
+  if (device.is_cuda() && !device.has_index())  // "cuda": the current device, as torch resolves it
+    device = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getDevice();
   auto opts = at::TensorOptions().dtype(at::kByte).device(device);
   if (!g_arena) return at::empty({n}, opts);
   void* p = g_arena->allocate(std::max<int64_t>(n, 1));

@@ -48,7 +48,7 @@ std::unique_ptr<Runner> Runner::spawn(const std::string& exe, bool cuda, int dev
   // The runner's environment: only what the loader and the CUDA driver need.
   // Nothing of the user's (API keys, forge's own variables) is there to read.
   std::vector<std::string> env;
-  for (const char* name : {"LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
+  for (const char* name : {"LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "FORGE_SANDBOX_DIAGNOSE"})
     if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
   // Every module of the candidate loads with it, before the sandbox forbids opening files.
   env.push_back("CUDA_MODULE_LOADING=EAGER");

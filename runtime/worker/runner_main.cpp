@@ -53,6 +53,17 @@ using WorkspaceFn = int64_t (*)(const forge_call*);
 KernelFn g_kernel = nullptr;
 WorkspaceFn g_workspace = nullptr;
 
+bool g_diagnose = false;
+
+// FORGE_SANDBOX_DIAGNOSE: name the refused system call, then die of SIGSYS.
+void on_sigsys(int, siginfo_t* info, void*) {
+  char msg[96];
+  int n = std::snprintf(msg, sizeof msg, "forge_runner: the sandbox refused system call %d\n", info->si_syscall);
+  if (n > 0) (void)!::write(2, msg, static_cast<size_t>(n));
+  ::signal(SIGSYS, SIG_DFL);
+  ::raise(SIGSYS);
+}
+
 void copy_text(char* dst, size_t n, std::string_view s) {
   size_t k = std::min(n - 1, s.size());
   std::memcpy(dst, s.data(), k);
@@ -167,6 +178,7 @@ Reply load(const Request& q) {
   SandboxOptions stage1;
   stage1.read_only_open = true;
   stage1.allow_threads = g_cuda;
+  stage1.trap = g_diagnose;
   if (auto e = install_sandbox(stage1); !e.empty()) return error(q, "sandbox: " + e);
   std::string path(q.path, strnlen(q.path, sizeof q.path));
   void* h = nullptr;
@@ -190,6 +202,7 @@ Reply load(const Request& q) {
                    "loading the candidate started " + std::to_string(after - before) + " thread(s)");
   SandboxOptions stage2;
   stage2.allow_threads = g_cuda;
+  stage2.trap = g_diagnose;
   if (auto e = install_sandbox(stage2); !e.empty()) return error(q, "sandbox: " + e);
   ok.threads = after;
   return ok;
@@ -376,6 +389,13 @@ int main(int argc, char** argv) {
   if (::getppid() == 1) return 2;
   g_task_dir = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   g_cuda = backend == "cuda";
+  if (const char* d = std::getenv("FORGE_SANDBOX_DIAGNOSE"); d && *d == '1') {
+    g_diagnose = true;
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigsys;
+    sa.sa_flags = SA_SIGINFO;
+    ::sigaction(SIGSYS, &sa, nullptr);
+  }
   if (g_cuda) {
 #if defined(FORGE_WORKER_CUDA)
     g_device = forge::worker::make_cuda_device(device, /*flush_buffer=*/false);

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -121,12 +122,12 @@ using Prog = std::vector<sock_filter>;
 void stmt(Prog& p, uint16_t code, uint32_t k) { p.push_back(BPF_STMT(code, k)); }
 void jump(Prog& p, uint16_t code, uint32_t k, uint8_t jt, uint8_t jf) { p.push_back(BPF_JUMP(code, k, jt, jf)); }
 
-constexpr uint32_t kKill = SECCOMP_RET_KILL_PROCESS;
 constexpr uint32_t kAllow = SECCOMP_RET_ALLOW;
 
 }  // namespace
 
 std::string install_sandbox(const SandboxOptions& options) {
+  const uint32_t kKill = options.trap ? SECCOMP_RET_TRAP : SECCOMP_RET_KILL_PROCESS;
   const uint32_t pid = static_cast<uint32_t>(::getpid());
   Prog p;
   // Another architecture's system-call table (int 0x80 on x86_64) is refused.

@@ -17,6 +17,10 @@ struct SandboxOptions {
   // allows clone with CLONE_THREAD and refuses only new processes; threads
   // are then caught by counting them after each call.
   bool allow_threads = false;
+  // Diagnosis (FORGE_SANDBOX_DIAGNOSE=1 in the judge's environment): a refused
+  // call raises SIGSYS instead of killing at once, so a handler can print its
+  // number first. A candidate could catch that signal, so never by default.
+  bool trap = false;
 };
 
 // Installs the filter for this process and every thread it starts later.
