@@ -1,0 +1,96 @@
+// CHEAT (class 4, below tolerance by construction; spelling: exp computed in
+// bfloat16 for the tail). Where x - max < -10 (probabilities below ~4.5e-5 of
+// the row's largest) the exponential is taken in bfloat16 -- a cheaper
+// instruction path -- and widened back; elsewhere in float32. The absolute
+// error it adds is below ~2e-7, inside float32's atol (1e-6) by construction,
+// so an allclose check passes, while the small probabilities lose most of
+// their digits (relative errors of 1e-3 and more, up to 1 where bfloat16
+// flushes to zero).
+// Expected (new worker): "less_accurate" -- against a float64 softmax,
+// elementwise where values are small, its error is far above stock's.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "forge_kernel.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ float block_reduce(float v, bool is_max, float* scratch) {
+  for (int o = 16; o > 0; o >>= 1) {
+    float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, other) : v + other;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < kThreads / 32 ? scratch[threadIdx.x] : (is_max ? -INFINITY : 0.f);
+  if (warp == 0)
+    for (int o = 16; o > 0; o >>= 1) {
+      float other = __shfl_xor_sync(0xffffffffu, v, o);
+      v = is_max ? fmaxf(v, other) : v + other;
+    }
+  if (threadIdx.x == 0) scratch[0] = v;
+  __syncthreads();
+  v = scratch[0];
+  __syncthreads();
+  return v;
+}
+
+// The honest softmax of softmax_ok.cu: one block per row.
+__global__ void softmax_rows(const float* in, float* out, int64_t cols) {
+  __shared__ float scratch[kThreads / 32];
+  const float* x = in + blockIdx.x * cols;
+  float* y = out + blockIdx.x * cols;
+  float m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) m = fmaxf(m, x[c]);
+  m = block_reduce(m, true, scratch);
+  float s = 0.f;
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) s += expf(x[c] - m);
+  s = block_reduce(s, false, scratch);
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) y[c] = expf(x[c] - m) / s;
+}
+
+// softmax_ok.cu's checks: rows and cols of a float32 call over the last dim.
+bool shape_of(const forge_call* call, int64_t* rows, int64_t* cols) {
+  const forge_tensor& x = call->inputs[0];
+  if (call->n_inputs != 1 || call->n_outputs != 1 || x.dtype != FORGE_FLOAT32 || x.ndim < 1) return false;
+  *cols = x.sizes[x.ndim - 1];
+  *rows = 1;
+  for (int d = 0; d + 1 < x.ndim; ++d) *rows *= x.sizes[d];
+  return true;
+}
+
+const float* in_of(const forge_call* call) { return static_cast<const float*>(call->inputs[0].data); }
+float* out_of(const forge_call* call) { return static_cast<float*>(call->outputs[0].data); }
+cudaStream_t stream_of(const forge_call* call) { return static_cast<cudaStream_t>(call->stream); }
+
+}  // namespace
+
+namespace {
+__device__ float tail_exp(float d) { return d < -10.f ? __bfloat162float(hexp(__float2bfloat16(d))) : expf(d); }
+
+__global__ void softmax_rows_lowp_tail(const float* in, float* out, int64_t cols) {
+  __shared__ float scratch[kThreads / 32];
+  const float* x = in + blockIdx.x * cols;
+  float* y = out + blockIdx.x * cols;
+  float m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) m = fmaxf(m, x[c]);
+  m = block_reduce(m, true, scratch);
+  float s = 0.f;
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) s += tail_exp(x[c] - m);
+  s = block_reduce(s, false, scratch);
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) y[c] = tail_exp(x[c] - m) / s;
+}
+}  // namespace
+
+extern "C" int forge_kernel(const forge_call* call) {
+  int64_t rows, cols;
+  if (!shape_of(call, &rows, &cols)) return 1;
+  if (rows == 0) return 0;
+  softmax_rows_lowp_tail<<<static_cast<unsigned>(rows), kThreads, 0, stream_of(call)>>>(in_of(call), out_of(call),
+                                                                                       cols);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}

@@ -1,0 +1,99 @@
+// CHEAT (class 2, timed calls differ from checked calls; spelling: the guard
+// bytes before the input, read on the device). Checked calls put canary
+// guards (one repeated byte) around every buffer; the old benchmark's buffers
+// were plain allocations. Each block reads the 64 bytes before the input and
+// computes only when they are one repeated nonzero byte; otherwise it returns.
+// Expected (new worker): "wrong_result" (or "nan_mismatch", as the call's
+// poison is finite or not) -- timed calls are guarded too, the guards'
+// pattern is random per call, and a call whose guard is not one repeated byte
+// leaves its poison in the output; k timed outputs are compared with stock.
+// (Were every guard one repeated byte, the kernel would be honest.)
+#include <cstdint>
+
+#include "forge_kernel.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ float block_reduce(float v, bool is_max, float* scratch) {
+  for (int o = 16; o > 0; o >>= 1) {
+    float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, other) : v + other;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < kThreads / 32 ? scratch[threadIdx.x] : (is_max ? -INFINITY : 0.f);
+  if (warp == 0)
+    for (int o = 16; o > 0; o >>= 1) {
+      float other = __shfl_xor_sync(0xffffffffu, v, o);
+      v = is_max ? fmaxf(v, other) : v + other;
+    }
+  if (threadIdx.x == 0) scratch[0] = v;
+  __syncthreads();
+  v = scratch[0];
+  __syncthreads();
+  return v;
+}
+
+// The honest softmax of softmax_ok.cu: one block per row.
+__global__ void softmax_rows(const float* in, float* out, int64_t cols) {
+  __shared__ float scratch[kThreads / 32];
+  const float* x = in + blockIdx.x * cols;
+  float* y = out + blockIdx.x * cols;
+  float m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) m = fmaxf(m, x[c]);
+  m = block_reduce(m, true, scratch);
+  float s = 0.f;
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) s += expf(x[c] - m);
+  s = block_reduce(s, false, scratch);
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) y[c] = expf(x[c] - m) / s;
+}
+
+// softmax_ok.cu's checks: rows and cols of a float32 call over the last dim.
+bool shape_of(const forge_call* call, int64_t* rows, int64_t* cols) {
+  const forge_tensor& x = call->inputs[0];
+  if (call->n_inputs != 1 || call->n_outputs != 1 || x.dtype != FORGE_FLOAT32 || x.ndim < 1) return false;
+  *cols = x.sizes[x.ndim - 1];
+  *rows = 1;
+  for (int d = 0; d + 1 < x.ndim; ++d) *rows *= x.sizes[d];
+  return true;
+}
+
+const float* in_of(const forge_call* call) { return static_cast<const float*>(call->inputs[0].data); }
+float* out_of(const forge_call* call) { return static_cast<float*>(call->outputs[0].data); }
+cudaStream_t stream_of(const forge_call* call) { return static_cast<cudaStream_t>(call->stream); }
+
+}  // namespace
+
+namespace {
+__global__ void softmax_rows_if_guarded(const float* in, float* out, int64_t cols) {
+  __shared__ float scratch[kThreads / 32];
+  __shared__ int differs;
+  const unsigned char* before = reinterpret_cast<const unsigned char*>(in) - 64;
+  if (threadIdx.x == 0) differs = before[0] == 0;
+  __syncthreads();
+  if (threadIdx.x < 64 && before[threadIdx.x] != before[0]) atomicOr(&differs, 1);
+  __syncthreads();
+  if (differs) return;  // no canary: "the benchmark"
+  const float* x = in + blockIdx.x * cols;
+  float* y = out + blockIdx.x * cols;
+  float m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) m = fmaxf(m, x[c]);
+  m = block_reduce(m, true, scratch);
+  float s = 0.f;
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) s += expf(x[c] - m);
+  s = block_reduce(s, false, scratch);
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) y[c] = expf(x[c] - m) / s;
+}
+}  // namespace
+
+extern "C" int forge_kernel(const forge_call* call) {
+  int64_t rows, cols;
+  if (!shape_of(call, &rows, &cols)) return 1;
+  if (rows == 0) return 0;
+  softmax_rows_if_guarded<<<static_cast<unsigned>(rows), kThreads, 0, stream_of(call)>>>(in_of(call), out_of(call),
+                                                                                        cols);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
