@@ -14,15 +14,13 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "rules/family.h"
-#include "rules/runtime_build.h"
+#include "tests/adversarial/direct_worker.h"
 #include "tests/support.h"
 
 namespace forge {
@@ -87,26 +85,6 @@ const std::map<std::string, std::string> kExpected = {
     {"vector_at_out_of_range", "exception"},
 };
 
-bool matches(const std::string& reason, const std::string& expected) {
-  std::stringstream alts(expected);
-  std::string alt;
-  while (std::getline(alts, alt, '|'))
-    if (reason.rfind(alt, 0) == 0) return true;
-  return false;
-}
-
-fs::path newest_worker() {
-  fs::path best;
-  fs::file_time_type when{};
-  std::error_code ec;
-  for (const auto& e : fs::recursive_directory_iterator(user_cache_dir() / "runtime", ec)) {
-    if (e.path().filename() != "forge_worker" || !fs::exists(e.path().parent_path() / "forge_runner")) continue;
-    auto t = fs::last_write_time(e.path(), ec);
-    if (best.empty() || t > when) best = e.path(), when = t;
-  }
-  return best;
-}
-
 }  // namespace
 
 TEST_CASE("the run-time checks alone reject every CPU cheat, or leave it nothing to gain") {
@@ -121,7 +99,7 @@ TEST_CASE("the run-time checks alone reject every CPU cheat, or leave it nothing
   auto first = test::run_forge("--json try sm/_softmax '" + (kCheats / "softmax_ok.cc").string() + "'", dir.path());
   INFO(first.err);
   REQUIRE(first.exit_code == 0);
-  const fs::path worker = newest_worker();
+  const fs::path worker = test::newest_worker();
   REQUIRE_MESSAGE(!worker.empty(), "no forge_worker under " << (user_cache_dir() / "runtime").string());
 
   const json family = load_family(kRepo / "targets" / "softmax" / "family.yaml").spec;
@@ -129,37 +107,25 @@ TEST_CASE("the run-time checks alone reject every CPU cheat, or leave it nothing
                                   {"strides", {1000, 1}}, {"device", "cpu"}, {"name", "self"}},
                                  {{"type", "int"}, {"value", -1}, {"name", "dim"}},
                                  {{"type", "bool"}, {"value", false}, {"name", "half_to_float"}}});
-  std::ofstream requests(dir / "requests.jsonl");
+  std::vector<json> requests;
   for (const auto& [name, expected] : kExpected) {
     const fs::path so = dir / (name + ".so");
     const std::string cc = "c++ -O2 -std=c++17 -fPIC -shared -I'" + (kRepo / "runtime" / "abi").string() +
                            "' -x c++ '" + (kCheats / (name + ".cc")).string() + "' -o '" + so.string() + "' 2>&1";
     REQUIRE_MESSAGE(std::system(cc.c_str()) == 0, "cannot compile " << name);
-    json req = {{"cmd", "evaluate"},
-                {"id", name},
-                {"op", "_softmax"},
-                {"args", args},
-                {"samples", json::array()},
-                {"family", family},
-                {"candidate", so.string()},
-                {"seed", 7},
-                {"call_timeout_seconds", 5},
-                {"bench", {{"warmup", 3}, {"reps", 20}, {"min_seconds", 0.1}, {"max_seconds", 5}, {"threads", 1}}}};
-    requests << req.dump() << "\n";
+    requests.push_back(
+        {{"cmd", "evaluate"},
+         {"id", name},
+         {"op", "_softmax"},
+         {"args", args},
+         {"samples", json::array()},
+         {"family", family},
+         {"candidate", so.string()},
+         {"seed", 7},
+         {"call_timeout_seconds", 5},
+         {"bench", {{"warmup", 3}, {"reps", 20}, {"min_seconds", 0.1}, {"max_seconds", 5}, {"threads", 1}}}});
   }
-  requests.close();
-  const std::string cmd = "'" + worker.string() + "' --backend cpu --ceiling 1e10 --no-import-check < '" +
-                          (dir / "requests.jsonl").string() + "' > '" + (dir / "replies.jsonl").string() +
-                          "' 2> '" + (dir / "worker.log").string() + "'";
-  REQUIRE(std::system(cmd.c_str()) == 0);
-
-  std::map<std::string, json> replies;
-  std::ifstream in(dir / "replies.jsonl");
-  std::string line;
-  while (std::getline(in, line)) {
-    json r = json::parse(line, nullptr, false);
-    if (r.is_object() && r.contains("id") && r["id"].is_string()) replies[r["id"]] = r;
-  }
+  auto replies = test::evaluate_directly(worker, requests, dir.path(), "--backend cpu --ceiling 1e10");
   REQUIRE(replies.count("softmax_ok") == 1);
   const json& honest = replies["softmax_ok"];
   REQUIRE(honest["verdict"] == "accepted");
@@ -172,12 +138,13 @@ TEST_CASE("the run-time checks alone reject every CPU cheat, or leave it nothing
     INFO(r.dump().substr(0, 1500));
     if (expected == "accepted") {
       CHECK(r["verdict"] == "accepted");
-    } else if (expected == "neutral") {
+    } else if (r["verdict"] == "accepted") {
       // Accepted only at an honest speed: the cheats it stands for are 10-100x.
-      if (r["verdict"] == "accepted") CHECK(r["bench"]["speedup_eager"].get<double>() < 2.0 * honest_speedup + 0.2);
+      CHECK(test::reason_matches("neutral", expected));
+      CHECK(r["bench"]["speedup_eager"].get<double>() < 2.0 * honest_speedup + 0.2);
     } else {
       CHECK(r["verdict"] == "rejected");
-      CHECK(matches(r.value("reason", ""), expected));
+      CHECK(test::reason_matches(r.value("reason", ""), expected));
     }
   }
   // Nothing a candidate did reached the judge's reply stream: one reply per request.
