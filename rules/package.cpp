@@ -14,6 +14,7 @@
 #include "rules/history.h"
 #include "rules/model_command.h"
 #include "rules/runtime_build.h"
+#include "runtime/package/vary_bound.h"
 #include "util/atomic_file.h"
 #include "util/hash.h"
 
@@ -72,6 +73,16 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
   // that give stock no more threads than that (docs/PACKAGE.md).
   if (ctx.device.backend == "cpu" && rec["bench"].value("threads", 0) > 0)
     entry["stock_threads"] = rec["bench"]["threads"];
+  // The largest varied extents the worker verified: the guard takes no larger
+  // call, and without them only the captured extent (runtime/package/vary_bound.h).
+  std::string problem;
+  json vary_max = package_vary_max(rec.value("verify", json::object()), entry["vary"], &problem);
+  if (!vary_max.is_null()) entry["vary_max"] = std::move(vary_max);
+  else if (!problem.empty()) {
+    const std::string note = "package: " + t.id + ": " + problem + "; its kernel is used for the captured extent only";
+    if (std::find(ctx.notes.begin(), ctx.notes.end(), note) == ctx.notes.end())  // once, not per round
+      ctx.notes.push_back(note);
+  }
   return entry;
 }
 
@@ -192,6 +203,21 @@ json end_to_end(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt,
 }  // namespace
 
 fs::path package_dir(const Manifest& manifest) { return manifest.store / "package"; }
+
+json package_vary_max(const json& verify, const json& vary, std::string* problem) {
+  if (problem) problem->clear();
+  if (!vary.is_array() || vary.empty()) return nullptr;  // nothing varies: nothing to bound
+  if (!verify.is_object() || !verify.contains("vary_max")) {
+    if (problem) *problem = "its evaluation record has no verify.vary_max (verified before the worker reported it)";
+    return nullptr;
+  }
+  const std::string why = package::vary_max_problem(verify["vary_max"], vary.size());
+  if (!why.empty()) {
+    if (problem) *problem = "its evaluation record's verify." + why;
+    return nullptr;
+  }
+  return verify["vary_max"];
+}
 
 json merge_package_reports(const fs::path& dir) {
   std::map<std::string, json> entries;

@@ -40,6 +40,15 @@ bool ran_slower(const std::vector<double>& stock, const std::vector<double>& for
 // (<store>/package/checks.json, written by PackageRule): which and why.
 std::optional<std::string> failed_package_check(const Manifest& manifest);
 
+// What a package.json entry carries as `vary_max`: the accepted evaluation
+// record's verify.vary_max (the largest extent the worker verified per
+// signature_family.vary entry, in order), or null when `vary` is empty, the
+// record has none (*problem says so) or it is malformed (*problem says how).
+// The guard (runtime/package/vary_bound.h) then takes no larger call, and
+// without it only the captured extent.
+nlohmann::json package_vary_max(const nlohmann::json& verify, const nlohmann::json& vary,
+                                std::string* problem = nullptr);
+
 // Sums the per-process reports libforge.so writes into `dir`
 // (FORGE_PACKAGE_REPORT): {"entries": [...], "fallback": [...]}, entries and
 // fallbacks merged by target / (op, signature).

@@ -33,7 +33,9 @@ family = {"name": "group_norm", "ops": ["native_group_norm"],
 entry = {"target": "diag/native_group_norm", "op": "aten::native_group_norm", "overload": "",
          "signature": "diag", "strategy": "split_group", "args": args,
          "outputs": [tensor([N, C, H, W]), tensor([N, G]), tensor([N, G])],
-         "vary": [{"arg": 0, "dim": 0}], "pins": [{"arg": 3, "vary": 0}], "contiguous": True,
+         # vary_max: the guard's bound on N (the worker's verify.vary_max in a
+         # build; without it only the captured N=1 is forged, and "batch 2" falls back).
+         "vary": [{"arg": 0, "dim": 0}], "vary_max": [4], "pins": [{"arg": 3, "vary": 0}], "contiguous": True,
          "vary_outputs": [0, 1, 2], "family": family, "kernel": "kernels/gn.so"}
 json.dump({"backend": "cuda", "entries": [entry], "version": 1}, open(os.path.join(pkg, "package.json"), "w"))
 

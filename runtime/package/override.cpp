@@ -5,7 +5,8 @@
 // Loading it (torch.ops.load_library, forge run, or linking) reads
 // package.json beside it and registers, per overridden op, one boxed kernel at
 // aten's CPU or CUDA key. That kernel tries each forged entry's guard (the
-// signature family the kernel was verified for, docs/CANDIDATE_ABI.md) and
+// signature family the kernel was verified for, docs/CANDIDATE_ABI.md, its
+// varied dims no larger than the worker verified: vary_bound.h) and
 // runs the first that matches; everything else, a CPU call in a process
 // with more intra-op threads than stock had when the kernel beat it, and any
 // kernel that returns nonzero, go to the stock kernel (stock.cpp). The
@@ -41,6 +42,7 @@
 
 #include "../worker/op_args.h"
 #include "stock.h"
+#include "vary_bound.h"
 
 namespace forge::package {
 namespace fs = std::filesystem;
@@ -104,6 +106,9 @@ struct Entry {
   std::string target, signature, strategy;
   worker::OpSpec spec;  // the captured arguments
   std::vector<Vary> vary;
+  // The extents of each vary entry the worker verified (vary_bound.h): 1..vary_max,
+  // or the captured extent alone for an entry packaged without vary_max.
+  std::vector<VaryBound> verified;
   std::vector<Pin> pins;
   bool contiguous = true;
   std::vector<int> vary_outputs;  // outputs whose dim 0 follows vary[0]
@@ -227,7 +232,9 @@ bool is_vary(const Entry& e, int arg, int dim, size_t* which) {
 }
 
 // Does this call lie inside the entry's signature family? Fills the varied
-// extents. Every argument is compared with the captured one.
+// extents. Every argument is compared with the captured one, and the varied
+// extents with what was verified (within_verified, vary_bound.h; the same rule
+// in Python: compile.py's _matches).
 bool matches(const Entry& e, c10::ArrayRef<c10::IValue> args, std::vector<int64_t>& extent) {
   const auto& specs = e.spec.args;
   if (args.size() != specs.size()) return false;
@@ -285,9 +292,9 @@ bool matches(const Entry& e, c10::ArrayRef<c10::IValue> args, std::vector<int64_
         return false;
     }
   }
-  for (size_t k = 0; k < e.vary.size(); ++k)
-    if (extent[k] <= 0) return false;  // an empty batch goes to stock
-  return true;
+  // An empty batch, or one larger than the worker verified, goes to stock
+  // (counted with the calls outside every family).
+  return within_verified(e.verified, extent);
 }
 
 // Runs the entry's kernel; empty when it returned nonzero.
@@ -449,6 +456,10 @@ std::unique_ptr<Entry> load_entry(const json& j, const fs::path& dir, bool cuda)
   e->spec = worker::parse_op(req, cuda);
   if (!e->spec.abi_problem.empty()) throw std::runtime_error(e->spec.abi_problem);
   for (const auto& v : j.value("vary", json::array())) e->vary.push_back({v.at("arg"), v.at("dim")});
+  std::string bound_problem;
+  e->verified = verified_bounds(j, &bound_problem);
+  if (j.contains("vary_max") && !bound_problem.empty())
+    warn(e->target + ": " + bound_problem + "; its kernel takes the captured extent only");
   for (const auto& p : j.value("pins", json::array())) e->pins.push_back({p.at("arg"), p.at("vary")});
   e->contiguous = j.value("contiguous", true);
   e->vary_outputs = j.value("vary_outputs", std::vector<int>{});

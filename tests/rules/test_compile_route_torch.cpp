@@ -3,7 +3,8 @@
 // aten::native_batch_norm eagerly (what capture records) but traces to
 // _native_batch_norm_legit_no_training. Under FORGE_COMPILE_POLICY=forge that
 // spelling reaches the forged op; under the measured policy it keeps
-// Inductor's code (and its fusion with the ops after it). No forge build: a
+// Inductor's code (and its fusion with the ops after it). A batch beyond the
+// entry's vary_max keeps Inductor's code under either policy. No forge build: a
 // hand-written package.json, the library not loaded (the forge op then calls
 // stock), Inductor's generated code read back.
 #include <doctest/doctest.h>
@@ -29,9 +30,10 @@ def tensor(name, sizes):
         strides.insert(0, s); s *= d
     return {"type": "Tensor", "name": name, "dtype": "float32", "device": "cpu", "sizes": sizes,
             "strides": strides, "requires_grad": False}
-# One entry, as a build writes it: native_batch_norm on [N,3,4,4], N varying.
+# One entry, as a build writes it: native_batch_norm on [N,3,4,4], N varying,
+# verified up to N = 8 (the worker's verify.vary_max).
 entry = {"op": "aten::native_batch_norm", "overload": "", "under_compile": "forge", "contiguous": True,
-         "vary": [{"arg": 0, "dim": 0}], "pins": [],
+         "vary": [{"arg": 0, "dim": 0}], "vary_max": [8], "pins": [],
          "args": [tensor("input", [2, 3, 4, 4])] +
                  [tensor(n, [3]) for n in ("weight", "bias", "running_mean", "running_var")] +
                  [{"type": "bool", "value": False}, {"type": "float", "value": 0.1},
@@ -50,14 +52,19 @@ def ref(bn, x):
 bn3, bn4 = module(3), module(4)
 f = torch.compile(lambda t: torch.relu(bn3(t)) * 2)
 g = torch.compile(lambda t: torch.relu(bn4(t)) * 2)  # 4 channels: outside the entry
+h = torch.compile(lambda t: torch.relu(bn3(t)) * 2, dynamic=False)
 with torch.no_grad():
-    x, x4 = torch.randn(5, 3, 4, 4), torch.randn(5, 4, 4, 4)  # batch 5: inside the family
+    x, x4 = torch.randn(8, 3, 4, 4), torch.randn(5, 4, 4, 4)  # batch 8 = vary_max: inside the family
     y, code = run_and_get_code(f, x)
     y4, code4 = run_and_get_code(g, x4)
+    x9 = torch.randn(9, 3, 4, 4)  # batch 9: beyond what was verified
+    y9, code9 = run_and_get_code(h, x9)
 calls = [l.strip() for c in code for l in c.splitlines() if "= torch.ops.forge.native_batch_norm" in l]
 print("forge calls %d: %s" % (len(calls), calls))
 print("forge ops outside the entry", sum(c.count("torch.ops.forge.") for c in code4))
-err = max((y.double() - ref(bn3, x)).abs().max().item(), (y4.double() - ref(bn4, x4)).abs().max().item())
+print("forge ops beyond vary_max", sum(c.count("torch.ops.forge.") for c in code9))
+err = max((y.double() - ref(bn3, x)).abs().max().item(), (y4.double() - ref(bn4, x4)).abs().max().item(),
+          (y9.double() - ref(bn3, x9)).abs().max().item())
 print("max error %.3g" % err)
 )";
 
@@ -97,6 +104,8 @@ TEST_CASE("an eval BatchNorm under torch.compile (_native_batch_norm_legit_no_tr
   CHECK(forced.find("forge calls 1: [") != std::string::npos);
   CHECK(forced.find(", False, 0.1, 1e-05)']") != std::string::npos);
   CHECK(forced.find("forge ops outside the entry 0") != std::string::npos);
+  // A batch larger than the entry's vary_max keeps Inductor's code, even forced.
+  CHECK(forced.find("forge ops beyond vary_max 0") != std::string::npos);
   CHECK(max_error(forced) < 1e-4);
   // The entry says under_compile: forge, measured on the op alone; the traced
   // spelling still keeps Inductor's code, which fuses it with the ReLU.

@@ -1,9 +1,10 @@
 // The package end to end on the CPU: build an unmodified script's layer_norm
 // target, then run other unmodified scripts under `forge run`: every spelling
 // reaches the forged kernel, a call inside the signature family with another
-// row count is forged too, calls outside it (dtype, shape, layout, grad) fall
-// back to stock, outputs match a float64 reference, and the program's exit
-// code comes through. Skipped (visibly) where torch is not importable.
+// row count is forged too, calls outside it (dtype, shape, layout, grad, more
+// rows than the worker verified) fall back to stock, outputs match a float64
+// reference, and the program's exit code comes through. Skipped (visibly)
+// where torch is not importable.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -54,6 +55,10 @@ with torch.no_grad():
 check(torch.layer_norm(x, (64,), w, b, 1e-5), x)          # torch.*
 x7 = torch.randn(7, 128, 64)
 check(F.layer_norm(x7, (64,), w, b, 1e-5), x7)            # inside the family: 7 rows
+x16 = torch.randn(16, 128, 64)
+check(F.layer_norm(x16, (64,), w, b, 1e-5), x16)          # 16 rows: the package's vary_max here
+x17 = torch.randn(17, 128, 64)
+check(F.layer_norm(x17, (64,), w, b, 1e-5), x17)          # 17 rows: beyond what was verified, stock
 xb = x.bfloat16()
 F.layer_norm(xb, (64,), w.bfloat16(), b.bfloat16(), 1e-5) # another dtype: stock
 xs = torch.randn(4, 128, 32)
@@ -154,27 +159,48 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   CHECK(checks["models"]["app"]["status"] == "ok");
 
   // The CPU kernel is single-threaded and beat stock at 1 intra-op thread.
-  CHECK(json::parse(test::read_text(dir / ".forge" / "package" / "package.json"))["entries"][0]["stock_threads"] == 1);
+  const fs::path package_json = dir / ".forge" / "package" / "package.json";
+  const std::string built = test::read_text(package_json);
+  json pj = json::parse(built);
+  CHECK(pj["entries"][0]["stock_threads"] == 1);
+  // The guard's bound on the varied rows (issue 29): the entry carries the
+  // accepted record's verify.vary_max, at least the captured 4 rows. A worker
+  // that does not report one yet leaves it out, the build says so, and the
+  // guard takes the captured 4 rows only.
+  if (pj["entries"][0].contains("vary_max")) {
+    CHECK(pj["entries"][0]["vary_max"].size() == 1);
+    CHECK(pj["entries"][0]["vary_max"][0].get<long>() >= 4);
+    CHECK(r["notes"].dump().find("no verify.vary_max") == std::string::npos);
+  } else {
+    MESSAGE("the worker reports no verify.vary_max yet: the package entry has none");
+    CHECK(r["notes"].dump().find("no verify.vary_max") != std::string::npos);
+  }
+  // The calls below need one bound whatever this worker verified: the entry
+  // says 16 rows, as a record with verify.vary_max [16] would have it packaged.
+  pj["entries"][0]["vary_max"] = json::array({16});
+  test::write_text(package_json, pj.dump(2) + "\n");
   auto run = test::run_forge("run --json-report report.json -- env OMP_NUM_THREADS=1 python probe.py", dir.path());
   INFO(run.out << run.err);
   CHECK(run.exit_code == 0);
   CHECK(run.out.find("probe ok") != std::string::npos);
   json rep = json::parse(test::read_text(dir / "report.json"));
   REQUIRE(rep["entries"].size() == 1);
-  // functional, module, torch.layer_norm and the 7-row call.
-  CHECK(rep["entries"][0]["forged"] == 4);
+  // functional, module, torch.layer_norm, the 7-row and the 16-row calls.
+  CHECK(rep["entries"][0]["forged"] == 5);
   CHECK(rep["entries"][0]["kernel_errors"] == 0);
   std::string fallbacks = rep["fallback"].dump();
   CHECK(fallbacks.find("BFloat16") != std::string::npos);
   CHECK(fallbacks.find("{strided}") != std::string::npos);
+  CHECK(fallbacks.find("Float[17, 128, 64]") != std::string::npos);  // beyond vary_max
+  CHECK(fallbacks.find("Float[16, 128, 64]") == std::string::npos);
   long stock_calls = 0;
   for (const auto& f : rep["fallback"]) stock_calls += f["calls"].get<long>();
-  // bf16, 32-wide, transposed, needs grad, and the 7 float64 references.
-  CHECK(stock_calls == 4 + 7);
+  // bf16, 32-wide, transposed, needs grad, 17 rows, and the 9 float64 references.
+  CHECK(stock_calls == 5 + 9);
   CHECK(rep["entries"][0]["more_threads"] == 0);
 
-  // With 2 intra-op threads stock may beat the single-threaded kernel: the 4
-  // calls forged above go to stock, counted per entry (not among the 4 + 7
+  // With 2 intra-op threads stock may beat the single-threaded kernel: the 5
+  // calls forged above go to stock, counted per entry (not among the 5 + 9
   // calls outside the family) and named in the table.
   auto more = test::run_forge("run --json-report more.json -- env OMP_NUM_THREADS=2 python probe.py", dir.path());
   INFO(more.out << more.err);
@@ -183,11 +209,11 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   json mrep = json::parse(test::read_text(dir / "more.json"));
   REQUIRE(mrep["entries"].size() == 1);
   CHECK(mrep["entries"][0]["forged"] == 0);
-  CHECK(mrep["entries"][0]["more_threads"] == 4);
+  CHECK(mrep["entries"][0]["more_threads"] == 5);
   long more_stock = 0;
   for (const auto& f : mrep["fallback"]) more_stock += f["calls"].get<long>();
-  CHECK(more_stock == 4 + 7);
-  CHECK(more.err.find("to stock 4×") != std::string::npos);
+  CHECK(more_stock == 5 + 9);
+  CHECK(more.err.find("to stock 5×") != std::string::npos);
 
   auto threads = test::run_forge("run --json-report threads.json -- env OMP_NUM_THREADS=1 python threads.py", dir.path());
   INFO(threads.out << threads.err);
@@ -197,6 +223,27 @@ TEST_CASE("forge run: forged inside the signature family, stock outside, exit co
   REQUIRE(trep["entries"].size() == 1);
   CHECK(trep["entries"][0]["forged"] == 4 * 25);
   CHECK(trep["entries"][0]["kernel_errors"] == 0);
+
+  // An entry packaged without vary_max (a record from before the worker
+  // reported it): only the captured 4 rows are forged; 7, 16 and 17 rows go to
+  // stock, counted with the other fallbacks.
+  pj["entries"][0].erase("vary_max");
+  test::write_text(package_json, pj.dump(2) + "\n");
+  auto captured = test::run_forge("run --json-report captured.json -- env OMP_NUM_THREADS=1 python probe.py", dir.path());
+  INFO(captured.out << captured.err);
+  CHECK(captured.exit_code == 0);
+  CHECK(captured.out.find("probe ok") != std::string::npos);
+  json caprep = json::parse(test::read_text(dir / "captured.json"));
+  REQUIRE(caprep["entries"].size() == 1);
+  CHECK(caprep["entries"][0]["forged"] == 3);
+  const std::string capfallbacks = caprep["fallback"].dump();
+  for (const char* rows : {"Float[7, 128, 64]", "Float[16, 128, 64]", "Float[17, 128, 64]"})
+    CHECK_MESSAGE(capfallbacks.find(rows) != std::string::npos, rows);
+  long cap_stock = 0;
+  for (const auto& f : caprep["fallback"]) cap_stock += f["calls"].get<long>();
+  CHECK(cap_stock == 5 + 2 + 9);
+  // The package as built, for the rest.
+  test::write_text(package_json, built);
 
   // Under torch.compile the decision is recorded per target ...
   CHECK(r["targets"][0]["under_compile"].is_string());

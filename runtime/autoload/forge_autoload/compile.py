@@ -33,6 +33,44 @@ def _dtype(name):
     return getattr(torch, name, None)
 
 
+def _vary_bounds(entry):
+    """Per signature_family.vary entry, the extents (lo, hi) the worker verified:
+    1..vary_max[k] (package.json's vary_max, the accepted record's
+    verify.vary_max), or, for an entry packaged without a well-formed one, the
+    captured extent alone; None when the entry names no captured tensor dim."""
+    vary = entry.get("vary", [])
+    vmax = entry.get("vary_max")
+    if (isinstance(vmax, list) and len(vmax) == len(vary)
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in vmax)):
+        return [(1, n) for n in vmax]
+    bounds = []
+    for v in vary:
+        try:
+            if v["arg"] < 0 or v["dim"] < 0:  # as in C++: no dim counted from the end
+                raise IndexError
+            captured = entry["args"][v["arg"]]["sizes"][v["dim"]]
+        except (KeyError, IndexError, TypeError):
+            captured = None
+        bounds.append((captured, captured) if isinstance(captured, int) else None)
+    return bounds
+
+
+def _within_verified(entry, extent):
+    """Is every varied extent of a call inside what the worker verified? The
+    bound of the package guard; its C++ twin is within_verified in
+    runtime/package/vary_bound.h (libforge.so's guard, override.cpp), whose
+    comment names the other places the signature-family rule is written
+    (runtime/worker/op_args.cpp verifies the extents). Below 1 never: an
+    empty batch goes to stock."""
+    bounds = _vary_bounds(entry)
+    if len(extent) != len(bounds):
+        return False
+    for n, b in zip(extent, bounds):
+        if n is None or b is None or not (max(1, b[0]) <= n <= b[1]):
+            return False
+    return True
+
+
 def _matches(entry, args):
     """The Python mirror of the package guard (runtime/package/override.cpp)."""
     import torch
@@ -79,7 +117,7 @@ def _matches(entry, args):
                 return False
         else:
             return False
-    return True
+    return _within_verified(entry, extent)
 
 
 # What torch.compile traces in place of a captured op: the captured op's
