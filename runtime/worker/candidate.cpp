@@ -43,7 +43,9 @@ constexpr const char* kForbiddenSymbols[] = {
     "cudaMallocFromPoolAsync", "cudaFree", "cudaFreeAsync", "cuMemAlloc", "cuMemAlloc_v2",
     "cuMemAllocAsync", "cuMemAllocManaged", "cuMemCreate", "cudaDeviceReset", "cudaSetDevice",
     "cudaDeviceSetLimit", "cudaDeviceSetCacheConfig", "cudaEventCreate", "cudaEventRecord",
-    "cudaEventElapsedTime", "cudaProfilerStart", "cudaProfilerStop"};
+    "cudaEventElapsedTime", "cudaProfilerStart", "cudaProfilerStop",
+    // the driver API's functions by name (streams, allocations, anything)
+    "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion", "cuGetProcAddress", "cuGetProcAddress_v2"};
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 

@@ -38,11 +38,14 @@ class Device {
   // (the worker must exit after replying).
   virtual std::string check_error(bool* sticky) = 0;
 
-  // CUDA only: captures f on `stream` into a CUDA graph (global capture mode, so
-  // work on the legacy default stream or a device-wide synchronize fails the
-  // capture), replays it once and waits. Returns "" or the error's text. The
-  // CPU device returns "" without calling f.
-  virtual std::string capture_and_replay(void* stream, const std::function<void()>& f) = 0;
+  // CUDA only: captures f on `stream` into a CUDA graph (global capture mode,
+  // so work on the legacy default stream or a device-wide synchronize fails
+  // the capture) and instantiates it; replay() launches it once and waits. In
+  // between the caller poisons the outputs: work done eagerly on another
+  // stream during the capture is then not in the replay's results. Return ""
+  // or the error's text. The CPU device returns "" without calling f.
+  virtual std::string capture(void* stream, const std::function<void()>& f) = 0;
+  virtual std::string replay(void* stream) = 0;
 
   // CUDA: device-to-device copy ceiling (read + write bytes per second, best of
   // several 1 GiB copies timed with events). CPU: 0 (the evaluator measures it

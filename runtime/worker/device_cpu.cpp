@@ -74,7 +74,8 @@ class CpuDevice final : public Device {
     if (sticky) *sticky = false;
     return {};
   }
-  std::string capture_and_replay(void*, const std::function<void()>&) override { return {}; }
+  std::string capture(void*, const std::function<void()>&) override { return {}; }
+  std::string replay(void*) override { return {}; }
   double copy_ceiling() override { return 0.0; }
 
  private:

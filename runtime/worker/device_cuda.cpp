@@ -95,7 +95,8 @@ class CudaDevice final : public Device {
     return err_text(e);
   }
 
-  std::string capture_and_replay(void* stream, const std::function<void()>& f) override {
+  std::string capture(void* stream, const std::function<void()>& f) override {
+    drop_graph();
     auto s = static_cast<cudaStream_t>(stream);
     cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
     if (e != cudaSuccess) {
@@ -111,12 +112,22 @@ class CudaDevice final : public Device {
       return "not capturable in a CUDA graph (" + err_text(e) +
              "): work outside the given stream, a synchronization or an allocation";
     }
-    cudaGraphExec_t exec = nullptr;
-    e = cudaGraphInstantiate(&exec, graph, 0);
-    if (e == cudaSuccess) e = cudaGraphLaunch(exec, s);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-    if (exec) cudaGraphExecDestroy(exec);
+    e = cudaGraphInstantiate(&m_exec, graph, 0);
     cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      m_exec = nullptr;
+      return "cudaGraphInstantiate: " + err_text(e);
+    }
+    return {};
+  }
+
+  std::string replay(void* stream) override {
+    if (!m_exec) return "no captured graph";
+    auto s = static_cast<cudaStream_t>(stream);
+    cudaError_t e = cudaGraphLaunch(m_exec, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    drop_graph();
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       return "CUDA graph replay failed: " + err_text(e);
@@ -157,6 +168,12 @@ class CudaDevice final : public Device {
   int m_value = 0;
   cudaEvent_t m_start = nullptr;
   cudaEvent_t m_stop = nullptr;
+  cudaGraphExec_t m_exec = nullptr;
+
+  void drop_graph() {
+    if (m_exec) cudaGraphExecDestroy(m_exec);
+    m_exec = nullptr;
+  }
 };
 
 }  // namespace

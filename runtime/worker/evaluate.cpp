@@ -73,14 +73,12 @@ class TorchEvaluator final : public Evaluator {
 #if defined(FORGE_WORKER_CUDA)
     if (m_backend == "cuda") {
       m_cuda = make_cuda_device(opt.device_index);
-      // Torch's work (fills, the reference, comparisons) runs on one
-      // non-default stream, taken from torch's pool and made current.
+      // Torch's work (fills, the reference, comparisons, the stock kernel's
+      // timing) runs on the legacy default stream, as the runner times the
+      // candidate on it (runner_main.cpp): one event mechanism for both.
       const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
-      c10::Device dev(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(opt.device_index));
-      impl->setDevice(dev);
-      c10::Stream s = impl->getStreamFromGlobalPool(dev, false);
-      impl->exchangeStream(s);
-      m_stream = s.native_handle();
+      impl->setDevice(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(opt.device_index)));
+      m_stream = nullptr;
     }
 #endif
     m_runner_exe = runner_path();

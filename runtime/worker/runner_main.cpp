@@ -289,7 +289,7 @@ Reply call(const Request& q) {
   std::string why;
   if (!bind(q, b, &why)) return error(q, why);
   std::memcpy(&saved, &b, sizeof b);
-  const bool run_kernel = q.cmd != Cmd::Nop;
+  const bool run_kernel = q.cmd != Cmd::Nop && q.cmd != Cmd::Replay;
   std::string thrown;
   bool threw = false;
   auto body = [&] {
@@ -304,10 +304,17 @@ Reply call(const Request& q) {
     }
   };
   if (q.cmd == Cmd::Graph) {
-    std::string e = g_device->capture_and_replay(g_stream, body);
+    std::string e = g_device->capture(g_stream, body);
+    if (!e.empty()) copy_text(r.text, sizeof r.text, e);
+  } else if (q.cmd == Cmd::Replay) {
+    std::string e = g_device->replay(g_stream);
     if (!e.empty()) copy_text(r.text, sizeof r.text, e);
   } else if (q.flags & kTimed) {
-    r.us = g_device->time_us(g_stream, body);
+    // CUDA: the events go on the legacy default stream, which the call's
+    // stream (a blocking one) and every other blocking stream, the per-thread
+    // default stream included, synchronize with: work the kernel put on any
+    // of them is inside the interval.
+    r.us = g_device->time_us(nullptr, body);
   } else {
     body();
   }
@@ -399,8 +406,10 @@ int main(int argc, char** argv) {
   if (g_cuda) {
 #if defined(FORGE_WORKER_CUDA)
     g_device = forge::worker::make_cuda_device(device, /*flush_buffer=*/false);
+    // A blocking stream: it synchronizes with the legacy default stream, on
+    // which the runner times calls.
     cudaStream_t s = nullptr;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+    if (cudaStreamCreateWithFlags(&s, cudaStreamDefault) != cudaSuccess) {
       std::fprintf(stderr, "forge_runner: cannot create the stream\n");
       return 3;
     }
@@ -422,7 +431,8 @@ int main(int argc, char** argv) {
       case Cmd::Load: r = load(q); break;
       case Cmd::Call:
       case Cmd::Nop:
-      case Cmd::Graph: r = call(q); break;
+      case Cmd::Graph:
+      case Cmd::Replay: r = call(q); break;
       case Cmd::Workspace: r = workspace(q); break;
       case Cmd::Quit:
         r = reply_for(q);

@@ -29,8 +29,9 @@ enum class Cmd : uint32_t {
   Call = 3,       // call forge_kernel once (timed when kTimed)
   Workspace = 4,  // call forge_workspace_bytes
   Nop = 5,        // a Call without the kernel: the judge's measure of the overhead
-  Graph = 6,      // CUDA: capture the call in a CUDA graph, replay it once
+  Graph = 6,      // CUDA: capture the call in a CUDA graph (nothing runs)
   Quit = 7,       // reply Bye and exit
+  Replay = 8,     // CUDA: launch the graph Graph captured, once
 };
 
 // Reply status.
