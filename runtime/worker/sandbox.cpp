@@ -5,6 +5,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -148,6 +149,26 @@ std::string install_sandbox(const SandboxOptions& options) {
   if (!options.read_only_open) {
     jump(p, BPF_JMP | BPF_JEQ | BPF_K, SYS_seccomp, 0, 1);
     stmt(p, BPF_RET | BPF_K, kKill);
+    // Stage 2: no page changes its protection and no mapping lands on
+    // existing pages. The runner is linked with full RELRO, so its GOT and
+    // code (and its libraries') cannot be rewritten: the timer and the reply
+    // path stay the runner's own.
+    for (int nr : {SYS_mprotect, SYS_pkey_mprotect}) {
+      jump(p, BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1);
+      stmt(p, BPF_RET | BPF_K, kKill);
+    }
+    struct FlagRule {
+      int nr;
+      int arg;
+      uint32_t bits;
+    };
+    for (const FlagRule& r : {FlagRule{SYS_mmap, 3, MAP_FIXED | MAP_FIXED_NOREPLACE}, FlagRule{SYS_mremap, 3, MREMAP_FIXED}}) {
+      jump(p, BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(r.nr), 0, 4);
+      stmt(p, BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0]) + 8 * r.arg);
+      jump(p, BPF_JMP | BPF_JSET | BPF_K, r.bits, 0, 1);
+      stmt(p, BPF_RET | BPF_K, kKill);
+      stmt(p, BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr));  // restore for the next test
+    }
   }
   for (const OpenCall& oc : open_calls()) {
     if (!options.read_only_open) {

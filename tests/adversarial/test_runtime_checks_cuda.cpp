@@ -29,8 +29,7 @@ const fs::path kRepo = fs::path(FORGE_TEST_DIR).parent_path();
 const fs::path kCheats = fs::path(FORGE_TEST_DIR) / "adversarial" / "cuda";
 
 // '|' separates alternatives; "neutral" among them: accepted, no faster than
-// honest. Side work on another stream is seen by the judge's clock only when
-// it outlasts the clock's floor (15 us); at this size it may stay below.
+// honest (the trick never fires under the judge, or costs the cheat time).
 const std::map<std::string, std::string> kExpected = {
     {"softmax_ok", "accepted"},
     {"alias_output", "aliased_output"},
@@ -39,8 +38,8 @@ const std::map<std::string, std::string> kExpected = {
     {"asm_syscall_socket", "forbidden"},
     {"cache_sampled_values", "neutral"},
     {"caching_by_pointer", "wrong_result|nan_mismatch"},
-    {"default_stream", "timing_mismatch|side_stream|neutral"},
-    {"driver_entry_stream", "timing_mismatch|side_stream|forbidden|neutral"},
+    {"default_stream", "side_stream|timing_mismatch"},
+    {"driver_entry_stream", "side_stream|timing_mismatch|forbidden"},
     {"exp_bf16_tail", "inaccurate|wrong_result"},
     {"exp_half_tail", "inaccurate|wrong_result"},
     {"float4_unaligned_input", "cuda_error"},
@@ -49,15 +48,15 @@ const std::map<std::string, std::string> kExpected = {
     {"hardcoded_shape", "wrong_result|nan_mismatch"},
     {"host_abort", "crashed (signal 6"},
     {"illegal_address", "cuda_error"},
-    {"lazy_ptsz_split", "timing_mismatch|side_stream|wrong_result|nan_mismatch|neutral"},
-    {"legacy_stream_cast", "timing_mismatch|side_stream|neutral"},
-    {"legacy_stream_launch_api", "timing_mismatch|side_stream|neutral"},
+    {"lazy_ptsz_split", "side_stream|timing_mismatch|wrong_result|nan_mismatch"},
+    {"legacy_stream_cast", "side_stream|timing_mismatch"},
+    {"legacy_stream_launch_api", "side_stream|timing_mismatch"},
     {"library_cublas", "bad_candidate|library_call"},
     {"modify_input", "input_modified"},
     {"nan_input_dropped", "nan_mismatch"},
     {"neg_inf_row_zero", "nan_mismatch"},
     {"oob_write", "out_of_bounds"},
-    {"per_thread_stream_cast", "timing_mismatch|side_stream|neutral"},
+    {"per_thread_stream_cast", "side_stream|timing_mismatch"},
     {"persistent_server", "timeout"},
     {"precision_drop", "wrong_result|inaccurate"},
     {"rows_mod8_eq2", "wrong_result"},
@@ -67,11 +66,11 @@ const std::map<std::string, std::string> kExpected = {
     {"throw_non_std", "exception"},
     {"throw_runtime_error", "exception"},
     {"timed_canary_before_input", "wrong_result|nan_mismatch|neutral"},
-    {"timed_first_calls_device", "wrong_result|nan_mismatch"},
-    {"timed_first_calls_host", "wrong_result|nan_mismatch"},
-    {"timed_poison_isnan", "wrong_result|nan_mismatch"},
-    {"timer_busy_side_stream", "timing_mismatch"},
-    {"timer_got_patch", "timing_mismatch|neutral|crashed"},
+    {"timed_first_calls_device", "wrong_result|nan_mismatch|nondeterministic"},
+    {"timed_first_calls_host", "wrong_result|nan_mismatch|nondeterministic"},
+    {"timed_poison_isnan", "wrong_result|nan_mismatch|nondeterministic"},
+    {"timer_busy_side_stream", "timing_mismatch|neutral"},
+    {"timer_got_patch", "forbidden|timing_mismatch|crashed"},
     {"tiny_probs_zeroed", "inaccurate"},
     {"trap", "cuda_error"},
     {"trap_above_64_rows", "cuda_error"},
