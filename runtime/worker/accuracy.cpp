@@ -2,9 +2,10 @@
 //
 // Why this rule. An honest kernel differs from the stock one by rounding: it
 // sums in another order, uses another exp, fuses or does not fuse a multiply
-// and an add. Its error against the exact result is then of the same size as
-// the stock kernel's, element by element, within a small factor. The size
-// depends on the element: a few ulps of the value where the op is well
+// and an add. Its error against the exact result is then of the same kind as
+// the stock kernel's, element by element, and within a factor of it (a large
+// one where stock uses a better algorithm, see below). The kind depends on
+// the element: a few ulps of the value where the op is well
 // conditioned (softmax, rstd, a mean of positive terms), an absolute amount
 // where the output is a difference of larger terms (layer_norm's
 // (x - mean) * rstd * w + b near 0: ~ulp(|x * scale|), not ulp(|out|)). A
@@ -33,27 +34,29 @@
 //               alone would then hold the candidate to stock's luck).
 //   S[i] = max(A_up[i], |ref64[i]| * R_down[i], B_down[i])
 // and the candidate passes element i when
-//   |out - ref64| <= factor * S[i] + ulps * ulp(ref64[i]) + flush * smallest_normal.
+//   |out - ref64| <= factor * S[i] + ulps * ulp(ref64[i]) + rel * |ref64[i]|
+//                    + flush * smallest_normal.
 // `ulps` lets an honest kernel round differently where stock happens to be
-// exact (an element stock gets within 0 ulps still allows `ulps` ulps);
-// `factor` lets it be somewhat less accurate than stock where both have real
-// errors (a sequential sum against stock's cascade); `flush` lets results in
-// the subnormal range be flushed to 0 (an exp that returns 0 below ln(FLT_MIN)
-// and the like), which no value of a useful size hides in. `cancel_ulps` is far
-// above the error stock makes where it is well conditioned (the stock CPU
-// softmax on rows of 32768 stays below 30 ulps; a stock kernel that drifts over
-// it only imports its own absolute error, which the family's atol check
-// bounds anyway).
+// exact (an element stock gets within 0 ulps still allows `ulps` ulps); `rel`
+// (accuracy_hook.cpp: the family's rtol unless the block sets it) is the
+// relative error any honest kernel of the dtype may have, whatever stock's (an
+// fp32 row summed in order is ~sqrt(n) ulps off where stock's cascade is 1);
+// `factor` lets it be less accurate than stock where both have real errors
+// beyond that, above all where the output cancels (a mean of +-x, or
+// x * scale + bias near 0) and stock's cascade sums are 100x better than any
+// fp32 accumulation in lanes; `flush` lets results in the subnormal range be
+// flushed to 0 (an exp that returns 0 below ln(FLT_MIN) and the like), which no
+// value of a useful size hides in. Nothing else is absolute: zeroing a value
+// stock gets right is an error of 100% of it against an allowance of a few
+// ulps plus rel of it. `cancel_ulps` is far above the error stock makes where
+// it is well conditioned (the stock CPU softmax on rows of 32768 stays below 70
+// ulps, at 1e-30); a stock kernel that drifts over it only imports its own
+// absolute error, which the family's atol check bounds anyway.
 //
-// The default constants per output dtype (measured by an ad hoc harness, see
-// the commit message; the family file can override them):
-//   float32:  factor 4, ulps 8, cancel_ulps 256, flush 4.
-//             Honest CPU kernels (the targets' own templates, scalar
-//             sequential-sum re-implementations, ATen-op compositions) reached
-//             at most ~0.4 of the allowance at the family ranges; zeroing
-//             values below 1e-6 reaches ~1e5-1e7 of it, bfloat16 internals
-//             ~1e3-1e4.
-//   bfloat16, float16: factor 2, ulps 2, cancel_ulps 16, flush 4 (bf16) / 0 (fp16).
+// The default constants per output dtype (a family file sets its own, with
+// the measurement: targets/*/family.yaml `accuracy:`):
+//   float32:  factor 64, ulps 8, cancel_ulps 256, flush 4.
+//   bfloat16, float16: factor 8, ulps 2, cancel_ulps 16, flush 4 (bf16) / 0 (fp16).
 //             Stock rounds an fp32 result once (<= 0.5 ulp); an honest kernel
 //             computing in fp32 rounds once too, and may land on the other
 //             side of a tie (1 ulp) or round twice (xhat stored, then the
@@ -62,6 +65,13 @@
 //             to fp16); flushing them would lose values stock gets right: no flush.
 //   float64:  disabled: the float64 evaluation is the stock kernel itself (no
 //             more precise reference here); compare_to_reference alone applies.
+// Measured on the CPU (torch 2.14, the six families' verify ranges, 3 seeds,
+// rel = rtol): the targets' own templates, scalar sequential-sum and ATen-op
+// re-implementations stay at <= 0.6 of the allowance with these factors: 8
+// (softmax, rms_norm), 16 (batch_norm), 64 (default), 128 (mean_hw), 256
+// (layer_norm), 2048 (group_norm: the worst, its statistics are sums of 10^4
+// terms). A softmax zeroing p < 1e-6 is >= 9e4 times over the allowance (it
+// passes the family tolerance), one computing in bfloat16 internally >= 2e4.
 #ifndef NDEBUG
 #error "build with -DNDEBUG against the release wheel (docs/CAPTURE.md, the RecordFunction pitfall)"
 #endif
