@@ -2,8 +2,10 @@
 # machine: Debian packages, the project venv (.venv: torch, cmake 4), the build.
 #   make demo   build, run `forge build` on examples/tiny, then the example under `forge run`
 #   make test   build, then run every test
+#   make check  build, then the fast tier: the tests labelled unit (CMakeLists.txt)
+#   make test-LABEL  build, then one tier (test-torch, test-daemon, test-gui, test-gpu)
 #   make build  just build (build/forge)
-.PHONY: all build demo test deps venv format clean
+.PHONY: all build demo test check deps venv format clean
 
 VENV     := .venv
 PYTHON   := $(VENV)/bin/python
@@ -45,6 +47,13 @@ gui/node_modules/.ready: gui/package-lock.json
 
 test: build gui/node_modules/.ready
 	$(VENV)/bin/ctest --test-dir build --output-on-failure -j2
+
+# No torch, daemons, browser or GPU: under a minute of tests on a 2-core machine.
+check: build
+	$(VENV)/bin/ctest --test-dir build --output-on-failure -j2 -L '^unit$$'
+
+test-%: build gui/node_modules/.ready
+	$(VENV)/bin/ctest --test-dir build --output-on-failure -j2 -L '^$*$$'
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

@@ -1,4 +1,4 @@
-// Compiling candidates for real (g++ here; nvcc when present): one ninja run
+// Compiling candidates for real with the host compiler (nvcc: test_compile_cuda.cpp): one ninja run
 // per batch, per-candidate verbatim logs, content-addressed caching of
 // successes and of compile errors, and a loadable library that speaks the ABI.
 #include <dlfcn.h>
@@ -16,67 +16,18 @@
 #include "rules/strategies.h"
 #include "runtime/abi/forge_kernel.h"
 #include "tests/engine/fake_runner.h"
+#include "tests/rules/compile_world.h"
 #include "tests/support.h"
 #include "util/hash.h"
 
 namespace forge {
 namespace fs = std::filesystem;
 using nlohmann::json;
+using test::World;
 
 TEST_SUITE_BEGIN("rules::Compile");
 
 namespace {
-
-// Runs commands for real and counts the ninja runs: in the caller's thread,
-// and those BackgroundCompile runs (under `nice`) on its own.
-class CountingRunner : public CommandRunner {
- public:
-  CommandResult run(const Command& c) override {
-    if (!c.argv.empty() && c.argv[0] == "ninja") ++ninja_runs;
-    if (c.argv.size() > 3 && c.argv[0] == "nice" && c.argv[3] == "ninja") ++background_runs;
-    return m_real->run(c);
-  }
-  std::atomic<int> ninja_runs{0};
-  std::atomic<int> background_runs{0};
-
- private:
-  std::unique_ptr<CommandRunner> m_real = make_process_runner();
-};
-
-std::string version_line(CommandRunner& runner, const std::string& shell) {
-  Command c;
-  c.argv = shell_argv(shell);
-  c.env["PATH"] = forge_path_env();
-  CommandResult r = runner.run(c);
-  return r.ok() ? r.out.substr(0, r.out.find('\n')) : "";
-}
-
-// A build context over a fresh project folder, with the real C++ compiler.
-struct World {
-  test::TempDir dir;
-  Manifest manifest;
-  std::unique_ptr<store::Store> store;
-  Progress progress{false};
-  std::unique_ptr<Builder> builder;
-  CountingRunner runner;
-  std::unique_ptr<BuildContext> ctx;
-
-  World() {
-    test::write_text(dir / "forge.yaml", "models:\n  m: {run: python m.py}\n");
-    manifest = load_manifest(dir / "forge.yaml");
-    store = store::open_local_store(manifest.store, [](const std::string&) {});
-    builder = std::make_unique<Builder>(*store, progress);
-    Toolchain tc;
-    tc.cxx = version_line(runner, "c++ --version");
-    tc.nvcc = version_line(runner, "nvcc --version 2>/dev/null | tail -n 2 | head -n 1");
-    DeviceInfo dev{"cpu", "Test CPU", "x86_64", ""};
-    ctx.reset(new BuildContext{manifest, *builder, runner, tc, dev, {}});
-  }
-  std::vector<CompileResult> compile(const std::vector<CandidateSource>& s,
-                                     const CompileOptions& o = {}) {
-    return compile_candidates(*ctx, s, o);
-  }
-};
 
 // out = in * k, elementwise over a contiguous float32 tensor.
 std::string scale_kernel(int k) {
@@ -300,73 +251,23 @@ TEST_CASE("flags: Hopper gets sm_90a; the arch is part of the command") {
   CHECK(std::find(cxx.begin(), cxx.end(), "-march=native") != cxx.end());
 }
 
-TEST_CASE("a .cu candidate compiles for sm_90a with nvcc") {
-  World w;
-  if (w.ctx->toolchain.nvcc.empty()) {
-    MESSAGE("SKIPPED (no nvcc on this machine): " << doctest::getContextOptions()->currentTest);
-    return;
-  }
-  const std::string cu =
-      "#include \"forge_kernel.h\"\n"
-      "__global__ void twice(float* o, const float* i, long n) {\n"
-      "  long t = blockIdx.x * (long)blockDim.x + threadIdx.x;\n"
-      "  if (t < n) o[t] = 2 * i[t];\n"
-      "}\n"
-      "extern \"C\" int forge_kernel(const forge_call* c) {\n"
-      "  long n = c->inputs[0].sizes[0];\n"
-      "  twice<<<(n + 255) / 256, 256, 0, (cudaStream_t)c->stream>>>(\n"
-      "      (float*)c->outputs[0].data, (const float*)c->inputs[0].data, n);\n"
-      "  return cudaGetLastError() == cudaSuccess ? 0 : 1;\n"
-      "}\n";
-  auto r = w.compile({{"twice.cu", cu, CandidateLang::Cuda},
-                      {"broken.cu", "__global__ void k() { nope(); }\n", CandidateLang::Cuda}},
-                     {.cuda_arch = "sm_90a"});
-  CHECK(w.runner.ninja_runs == 1);
-  REQUIRE_MESSAGE(r[0].ok, r[0].log);
-  MESSAGE("nvcc compile of a trivial .cu candidate for sm_90a: " << r[0].seconds << " s");
-  CHECK(r[1].reason == "compile_error");
-  CHECK(r[1].log.find("candidate.cu(1)") != std::string::npos);
-  // The device code is sm_90a SASS.
-  Command c;
-  c.argv = {"sh", "-c", "cuobjdump --list-elf '" + r[0].so_path.string() + "'"};
-  c.env["PATH"] = forge_path_env() + ":/usr/local/cuda/bin";
-  CommandResult listed = make_process_runner()->run(c);
-  if (listed.ok())
-    CHECK(listed.out.find("sm_90a") != std::string::npos);
-  else  // no cuobjdump: the device link line nvcc embeds names the arch
-    CHECK(test::read_text(r[0].so_path).find("-arch sm_90a") != std::string::npos);
-}
-
 // The strategy library as shipped: every template's first instance (what the
-// search tries first) passes the static check and compiles, the CUDA ones for
-// sm_90a where nvcc is present (they are run on the H200 only: docs/PERF.md).
-TEST_CASE("every shipped template's first instance passes the static check and compiles") {
+// search tries first) passes the static check, and the CPU ones compile with the
+// host compiler. The CUDA ones are compiled for sm_90a in test_compile_cuda.cpp
+// (the gpu tier: it needs nvcc).
+TEST_CASE("every shipped template's first instance passes the static check; the CPU ones compile") {
   World w;
-  SignatureFacts facts;  // "$row"-style params need a signature: a typical one
-  facts.row = 4096;
-  facts.plane = 49;
-  facts.slice = 1 << 20;
-  facts.groups = 32;
-  facts.dtypes = (1u << FORGE_BFLOAT16) | (1u << FORGE_FLOAT32);  // fewer instantiations: quicker nvcc
-  std::vector<CandidateSource> cpu, cuda;
-  for (const auto& f : load_families(default_targets_dir()))
-    for (const auto& s : load_strategies(f)) {
-      const CandidateLang lang = s.backend == "cuda" ? CandidateLang::Cuda : CandidateLang::Cpp;
-      CandidateSource src{f.name + "/" + s.name, instantiate(s, param_grid(s).front(), facts), lang};
-      const auto violations = static_check(src.text, lang);
-      CHECK_MESSAGE(violations.empty(), src.name << ": " << (violations.empty() ? "" : violations.front().describe()));
-      (lang == CandidateLang::Cuda ? cuda : cpu).push_back(std::move(src));
-    }
+  const auto cpu = test::first_instances(CandidateLang::Cpp);
+  const auto cuda = test::first_instances(CandidateLang::Cuda);
   REQUIRE(cpu.size() >= 10);
   REQUIRE(cuda.size() >= 10);
+  for (const auto* set : {&cpu, &cuda})
+    for (const auto& src : *set) {
+      const auto violations = static_check(src.text, src.lang);
+      CHECK_MESSAGE(violations.empty(), src.name << ": " << (violations.empty() ? "" : violations.front().describe()));
+    }
   const auto built = w.compile(cpu);
   for (size_t i = 0; i < built.size(); ++i) CHECK_MESSAGE(built[i].ok, cpu[i].name << ": " << built[i].log);
-  if (w.ctx->toolchain.nvcc.empty()) {
-    MESSAGE("SKIPPED the CUDA half (no nvcc on this machine): " << cuda.size() << " templates");
-    return;
-  }
-  auto rs = w.compile(cuda, {.cuda_arch = "sm_90a"});
-  for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, cuda[i].name << ": " << rs[i].log);
 }
 
 TEST_SUITE_END();
