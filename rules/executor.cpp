@@ -19,12 +19,6 @@ json EvalRequest::to_json() const {
 
 namespace {
 
-// The worker's reply reasons after which it exits by itself (a sticky CUDA
-// error; a candidate that changed the dispatcher or left a thread running).
-bool worker_exits_after(const std::string& reason) {
-  return reason == "cuda_error" || reason == "library_call" || reason == "side_stream";
-}
-
 class LocalExecutor : public Executor {
  public:
   explicit LocalExecutor(LocalExecutorOptions options)
@@ -97,7 +91,9 @@ EvalResult eval_result_from_reply(const json& v, bool* restart) {
       res.verdict = "rejected";
       res.reason = "worker_protocol";
       res.detail = "a reply without a verdict: " + v.dump().substr(0, 200);
-    } else if (v.value("worker_exits", false) || worker_exits_after(res.reason)) {
+    } else if (v.value("worker_exits", false)) {
+      // The judge exits only for its own faults: a candidate's crash, CUDA
+      // error or stray thread ends its runner (docs/WORKER.md).
       stop = true;
     }
   }
