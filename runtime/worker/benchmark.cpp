@@ -254,9 +254,7 @@ std::optional<Failure> benchmark(Judge& j, const CasePlan& plan, const json& req
   for (size_t i = 0; i < nop.us.size(); ++i) over_n.push_back(nop.rt[i] - nop.us[i]);
   Summary c = summarize(tc.us), e = summarize(te);
   // Low percentiles, not medians: a busy machine only ever adds to the
-  // overhead of a call, so its low end is stable where its middle is not
-  // (on a loaded 2-core VM the median overhead of an empty call swung by
-  // milliseconds between runs while its 10th percentile stayed put).
+  // overhead of a call, so its low end is stable where its middle is not.
   const double low_c = percentile(over_c, 0.10), low_n = percentile(over_n, 0.10);
   const double excess = over_n.empty() ? 0.0 : low_c - low_n;
   const double floor_us = j.spec.cuda ? 15.0 : 25.0;
