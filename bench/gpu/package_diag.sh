@@ -14,7 +14,7 @@ rm -rf /tmp/rt
  cmake --build /tmp/rt --target forge_package) > ${OUT:-/tmp}/rt.log 2>&1 || { tail -30 ${OUT:-/tmp}/rt.log; exit 1; }
 echo "libforge.so built in $(( $(date +%s) - t0 )) s"
 cp /tmp/rt/libforge.so $pkg/
-(printf '#define FORGE_DTYPES 8\n#define FORGE_P_BLOCK 128\n#define FORGE_P_CHUNK 32768\n'; python3 targets/_bench/template_text.py targets/group_norm/cuda_split_group.cu) > /tmp/gn.cu
+(printf '#define FORGE_DTYPES 8\n#define FORGE_P_BLOCK 128\n#define FORGE_P_CHUNK 32768\n'; python3 bench/templates/template_text.py targets/group_norm/cuda_split_group.cu) > /tmp/gn.cu
 nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -cudart shared -gencode=arch=compute_90a,code=sm_90a \
   -Iruntime/abi -o $pkg/kernels/gn.so /tmp/gn.cu || exit 1
 bash bench/gpu/toolchain_probe.sh

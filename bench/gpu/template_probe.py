@@ -21,7 +21,7 @@ import tempfile
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "targets", "_bench"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "templates"))
 from template_text import source_text  # noqa: E402
 
 MAX_DIMS, MAX_LIST = 8, 8

@@ -39,7 +39,7 @@ while read -r id signature; do
     file="$work/cand_$(echo "$id $params" | md5sum | cut -c1-8).cu"
     { echo "#define FORGE_DTYPES $mask"
       for p in $params; do echo "#define FORGE_P_${p%%=*} ${p#*=}"; done
-      python3 targets/_bench/template_text.py "$template"; } > "$file"
+      python3 bench/templates/template_text.py "$template"; } > "$file"
     timeout 120 $forge --json try "$id" "$file" --timeout 60 > "$work/rec.json" 2> "$work/rec.err"
     rc=$?
     python3 - "$work/rec.json" "$id" "$params" "$rc" "$work/rec.err" >> "$results" <<'PY'

@@ -2,7 +2,7 @@
 """One markdown table per family joining a threads=1 and a default-threads run
 of run_cpu.py (same strategies, params and cases).
 
-  python3 targets/_bench/table.py T1.jsonl[,T1b.jsonl] T0.jsonl[,T0b.jsonl]
+  python3 bench/templates/table.py T1.jsonl[,T1b.jsonl] T0.jsonl[,T0b.jsonl]
 
 Later files override earlier ones for the same (family, strategy, params, case).
 """

@@ -1,11 +1,11 @@
 """A template as forge loads it: each `#include "../_common/NAME"` line replaced
-by that file, recursively (the mirror of rules/strategies.cpp, inline_common). Prints the
-complete source, e.g. to compile one instance by hand:
-    python3 targets/_bench/template_text.py targets/group_norm/cuda_split_group.cu > gn.cu"""
+by that file, recursively (the mirror of rules/strategies.cpp, inline_common:
+NAME is resolved from the including file's folder, so the script works from
+anywhere). Prints the complete source, e.g. to compile one instance by hand:
+    python3 bench/templates/template_text.py targets/group_norm/cuda_split_group.cu > gn.cu"""
 import os
 import sys
 
-TARGETS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIRECTIVE = '#include "../_common/'
 
 
@@ -15,7 +15,8 @@ def source_text(src, depth=0):
         if line.startswith(DIRECTIVE):
             if depth >= 4:
                 raise SystemExit(f"{src}: shared blocks nested more than 4 deep (a cycle?)")
-            line = source_text(os.path.join(TARGETS, "_common", line[len(DIRECTIVE):].split('"')[0]), depth + 1)
+            name = line[len(DIRECTIVE):].split('"')[0]
+            line = source_text(os.path.join(os.path.dirname(os.path.abspath(src)), "..", "_common", name), depth + 1)
         out.append(line)
     return "".join(out)
 

@@ -2,7 +2,7 @@
 """Repeated-run summary (run_cpu.py --repeat N): per (family, strategy, params,
 case, -march, threads) the N verdicts, speedups and `faster` flags.
 
-  python3 targets/_bench/robust.py results.jsonl [...]
+  python3 bench/templates/robust.py results.jsonl [...]
 """
 import json
 import sys

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown tables from run_cpu.py's JSON-lines results (for docs/STRATEGIES.md).
 
-  python3 targets/_bench/summarize.py results.jsonl [more.jsonl ...] [--best]
+  python3 bench/templates/summarize.py results.jsonl [more.jsonl ...] [--best]
 
 --best: per (family, case, threads) only the fastest accepted instance and
 the count of instances tried/accepted.

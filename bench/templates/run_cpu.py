@@ -7,7 +7,7 @@ forge_worker and prints / appends the verdict and the benchmark to a JSON-lines
 file. Not part of forge: a reproducible record of how docs/STRATEGIES.md was
 measured.
 
-  python3 targets/_bench/run_cpu.py --worker /tmp/wbuild2/forge_worker \
+  python3 bench/templates/run_cpu.py --worker /tmp/wbuild2/forge_worker \
       --family softmax [--strategy rows_3pass] [--param VEC=16 ...] \
       [--case tiny_attn] [--threads 1] [--march x86-64-v2] [--repeat 3] \
       [--out results.jsonl] [--cases cases_odd.yaml --cases-key odd_softmax]
@@ -29,8 +29,8 @@ import yaml
 from template_text import source_text  # the template as forge loads it
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGETS = os.path.dirname(HERE)
-ROOT = os.path.dirname(TARGETS)
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TARGETS = os.path.join(ROOT, "targets")
 
 
 def compile_instance(src, params, march, cache, extra):
