@@ -7,10 +7,17 @@ found the best kernel and the tree's depth. Then issue 10's goals,
 target by target, the geometric mean over torch.compile, the end-to-end times
 (bench/gpu/e2e.py) beside each model's Amdahl bound, and the wall times.
 A campaign split over device calls is tabled by unpacking every call's
-archive into one folder:  python3 bench/gpu/campaign_table.py DIR MODEL..."""
+archive into one folder:  python3 bench/gpu/campaign_table.py DIR MODEL...
+It also writes DIR/<date>_<commit>_<device>.jsonl, the figures as lines of
+bench/results/SCHEMA.md (targets and end to end), for bench/results/: the
+commit from FORGE_COMMIT, else .gpu-commit, else git; the command from the
+FORGE_CAMPAIGN_* variables campaign.sh ran under."""
+import datetime
 import json
 import math
 import os
+import re
+import subprocess
 import sys
 
 # The paper's speedups over eager (GB10, 50 iterations), by campaign model and op.
@@ -94,8 +101,75 @@ def end_to_end(out, models, rows):
     return res
 
 
+def results_lines(out, models, rows, e2e, builds):
+    """The campaign's figures as bench/results/SCHEMA.md lines, and the file
+    name they belong in. Medians and spreads the build report does not carry
+    (the forged and stock kernels' own µs) are null."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    commit = os.environ.get("FORGE_COMMIT")
+    if not commit and os.path.exists(os.path.join(root, ".gpu-commit")):
+        commit = open(os.path.join(root, ".gpu-commit")).read().strip()
+    if not commit:
+        git = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        commit = git.stdout.strip() if git.returncode == 0 else None
+    commit = commit[:7] if commit else None
+    build = next(iter(builds.values()), {}) if builds else {}
+    device = (build.get("device") or {}).get("name") or "unknown"
+    smi = subprocess.run("nvidia-smi --query-gpu=driver_version --format=csv,noheader", shell=True,
+                         capture_output=True, text=True)
+    driver = smi.stdout.strip().splitlines()[0] if smi.returncode == 0 and smi.stdout.strip() else None
+    env = " ".join("%s=%s" % (k, os.environ[k]) for k in sorted(os.environ)
+                   if k.startswith("FORGE_CAMPAIGN_") or k == "FORGE_E2E_ALL_FORGE")
+    command = (env + " " if env else "") + "bash bench/gpu/campaign.sh " + " ".join(models)
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    common = lambda kind: {"schema": "forge-bench/1", "kind": kind, "date": date, "commit": commit, "device": device,
+                           "driver": driver, "torch": build.get("torch"), "cuda": None, "command": command,
+                           "source": None, "notes": None}
+    def build_check(m):
+        """The build's own end-to-end check, where it timed the model's own ms/iter."""
+        pkg = next((x["package"] for x in rows if x["model"] == m and x.get("package")), None) or {}
+        if pkg.get("stock_latency") is None:  # whole-command seconds, not the script's ms/iter
+            return None
+        checked = sum(c.get("checked", 0) for c in ((pkg.get("calls") or {}).get("entries") or []))
+        return {"stock_ms": {"runs": pkg.get("compared_stock")}, "forged_ms": {"runs": pkg.get("compared_forged")},
+                "speedup": pkg.get("speedup"), "mismatches": pkg.get("mismatches"), "checked_calls": checked or None}
+
+    lines = []
+    for x in rows:
+        if "error" in x or x.get("x_eager") is None:
+            continue
+        lines.append(dict(common("target"), model=x["model"], target=x.get("signature") or x["target"],
+                          share_pct=100 * x["share"], iterations=x["iterations"], best_iteration=x["best_iteration"],
+                          candidate_us=None, eager_us=None,
+                          compile_us=None if x.get("compile_us") is None else {"median": x["compile_us"], "spread": None},
+                          compile_mode=x.get("compile_mode"),
+                          speedup={"eager": x["x_eager"], "eager_hot": x.get("x_eager_hot"), "compile": x["x_compile"]},
+                          floor_pct=x["floor_pct"], candidates_per_min=x["candidates_per_min"],
+                          under_compile=x["under_compile"], kernel=x["strategy"]))
+    for m, e in e2e.items():
+        summary = json.load(open(os.path.join(out, "e2e-%s.json" % m)))["summary"]
+        way = lambda k: None if not summary.get(k) else {"median": summary[k].get("median_ms"),
+                                                         "runs": summary[k].get("runs")}
+        check = build_check(m)
+        cf = e["compile"] / e["compile+forge"] if e.get("compile") and e.get("compile+forge") else None
+        calls = lambda k: ((summary.get(k) or {}).get("forged_calls") or [None])[0]  # per run; the first run's
+        lines.append(dict(common("e2e"), model=m, eager_ms=way("eager"), forge_ms=way("eager+forge"),
+                          compile_ms=way("compile"), compile_forge_ms=way("compile+forge"),
+                          forged_calls={"eager": calls("eager+forge"), "compile": calls("compile+forge")},
+                          speedup={"eager": e["x_eager"], "compile": cf}, amdahl_bound=e["amdahl_bound"], check=check))
+    for m in models:  # the build's check alone where e2e.py did not run
+        pkg = next((x["package"] for x in rows if x["model"] == m and x.get("package")), None) or {}
+        if m not in e2e and build_check(m):
+            lines.append(dict(common("e2e"), model=m, eager_ms=None, forge_ms=None, compile_ms=None,
+                              compile_forge_ms=None, forged_calls=None, speedup=None,
+                              amdahl_bound=pkg.get("amdahl_bound"), check=build_check(m),
+                              notes="the build's own check only; e2e.py did not run"))
+    slug = re.sub(r"[^a-z0-9]+", "-", device.lower().replace("nvidia ", "")).strip("-") or "unknown"
+    return "%s_%s_%s.jsonl" % (date, commit or "nocommit", slug), lines
+
+
 def main(out, models):
-    rows = []
+    rows, builds = [], {}
     for m in models:
         r, err = None, None
         for name in (m + ".json", m + ".status.json"):  # a timed-out build leaves no JSON
@@ -107,13 +181,15 @@ def main(out, models):
         if r is None:
             rows.append({"model": m, "error": err})
             continue
+        builds[m] = r
         for t in r.get("targets", []):
             st = t.get("stage_seconds") or {}
             n = st.get("evaluations") or 0
             per = lambda k: (st.get(k, 0) / n) if n else None
             run = (r.get("search") or {}).get(t["id"]) or {}
             rows.append({
-                "model": m, "target": t["id"], "op": t.get("op"), "bytes": t.get("bytes"), "share": t["share"], "iterations": t["iterations"],
+                "model": m, "target": t["id"], "signature": t.get("signature"), "compile_us": t.get("compile_us"),
+                "compile_mode": t.get("compile_mode"), "op": t.get("op"), "bytes": t.get("bytes"), "share": t["share"], "iterations": t["iterations"],
                 "best_iteration": t.get("best_iteration"), "tree_depth": t.get("tree_depth"),
                 "outcomes": t.get("outcomes"), "x_eager": t.get("best_speedup_eager"),
                 "x_eager_hot": t.get("best_hot_speedup_eager"),
@@ -171,6 +247,12 @@ def main(out, models):
                 f(e["x_eager_compile+forge"]), e["runs"]))
     json.dump({"targets": rows, "goals": checks, "geomean_x_compile": geo, "wall": wall, "end_to_end": e2e},
               open(os.path.join(out, "campaign.json"), "w"), indent=1)
+    name, lines = results_lines(out, models, rows, e2e, builds)
+    if lines:
+        with open(os.path.join(out, name), "w") as f:
+            for line in lines:
+                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+        print("results: %s (%d lines, bench/results/SCHEMA.md)" % (os.path.join(out, name), len(lines)))
     if wall["calls"]:
         print("wall: %d call(s) %d s (forge built in %s s); forge build per model %s; end to end %s" % (
             len(wall["calls"]), wall["call_seconds"], "+".join(str(c["forge_build_seconds"]) for c in wall["calls"]),

@@ -1,5 +1,5 @@
 // How many thread-block clusters of a shape an H200 runs at once
-// (cudaOccupancyMaxActiveClusters), for PERF.md run M's one-read group_norm:
+// (cudaOccupancyMaxActiveClusters), for the one-read group_norm by clusters (stream_group):
 // a cluster per slice works only as fast as enough clusters are resident.
 //   nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/gpu/cluster_occupancy.cu -o /tmp/cluster_occupancy
 //   /tmp/cluster_occupancy        # on the GPU machine; prints a table

@@ -4,7 +4,7 @@ with forge's flags, called through the candidate ABI
 the aten op, then timed (CUDA events, L2 flushed before each rep, median)
 beside the stock op. No forge, no
 capture, no helper processes: small enough to run under Nsight Compute, which
-wrapping `forge try` was not (PERF.md run G). Prints a table last.
+wrapping `forge try` was not (it timed out: ncu attached to forge's helpers too). Prints a table last.
     python3 bench/gpu/template_probe.py targets/group_norm/cuda_split_group.cu \
         "BLOCK=128 CHUNK=8192 REVERSE=1 PDL=1" --shape "1,128,512,512 1,512,128,128" --dtype bfloat16
     python3 bench/gpu/template_probe.py targets/softmax/cuda_block_row.cu "BLOCK=128 CHUNKS=2 EXP=1" \
