@@ -283,6 +283,7 @@ class TorchEvaluator final : public Evaluator {
         const int saved = at::get_num_threads();
         if (!spec.cuda) at::set_num_threads(1);
         failed = verify_cases(judge, plans);
+        if (!failed) failed = verify_concurrent_calls(judge, plans.front());
         if (at::get_num_threads() != saved) at::set_num_threads(saved);
       }
       verify_seconds = seconds_since(t_start) - verify_start;

@@ -62,8 +62,18 @@ class Session {
   // return is not checked here: *declined says so.
   std::optional<Failure> check(const CallResult& r, const std::string& where, bool* declined) const;
 
+  // The concurrency check (verify_threads.cpp): binds `cs` to the runner's
+  // call slot `slot`, then calls slots [0, n) from n threads at once.
+  CallResult stage(const CallSet& cs, int slot);
+  CallResult together(int n);
+  // Ends the runner's call threads; later calls are checked against the
+  // thread count that leaves.
+  std::optional<Failure> end_threads();
+  bool runner_alive() const { return m_runner.alive(); }
+
  private:
   void fill_request(runner::Request& q, const CallSet& cs) const;
+  CallResult call_request(runner::Request& q);  // send, wait, the runner's end as `gone`
   Runner& m_runner;
   Arena& m_arena;
   Device& m_dev;
@@ -90,6 +100,21 @@ struct Judge {
   uint64_t draw() { return rng(); }
 };
 
+// The named checks after a call (call_checks.cpp); each returns the Failure
+// that rejects the candidate, or nullopt.
+std::vector<at::Tensor> snapshot(const std::vector<Buffer>& bufs);
+std::vector<at::Tensor> snapshot(const std::vector<at::Tensor>& ts);
+// guards: nothing written outside the outputs, the workspace or the inputs.
+std::optional<Failure> check_guards(const CallSet& cs, const Case& c, const std::string& where);
+// inputs: the same bits as `before`.
+std::optional<Failure> check_inputs(const CallSet& cs, const std::vector<at::Tensor>& before, const std::string& where);
+// aliasing: no output overlaps an input.
+std::optional<Failure> check_aliasing(const CallSet& cs, const std::string& where);
+// late writes: where the outputs differ from an earlier snapshot, if anywhere.
+std::optional<std::string> outputs_differ(const CallSet& cs, const std::vector<at::Tensor>& snap);
+// Poisons the outputs and the workspace with patterns drawn for this call.
+void poison_call(Judge& j, CallSet& cs);
+
 // The results check: every output matches the reference within the family's
 // tolerance and, where ref64 is given, is no less accurate than stock.
 std::optional<Failure> check_results(Judge& judge, const CallSet& cs, const std::vector<at::Tensor>& ref,
@@ -98,6 +123,11 @@ std::optional<Failure> check_results(Judge& judge, const CallSet& cs, const std:
 
 // Runs every case; fills judge.record. nullopt when all passed.
 std::optional<Failure> verify_cases(Judge& judge, const std::vector<CasePlan>& plans);
+
+// threads: the captured case called from several threads at once, each call
+// on its own content, gives every call its own result (verify_threads.cpp).
+// Ends the runner's call threads, whatever the verdict.
+std::optional<Failure> verify_concurrent_calls(Judge& judge, const CasePlan& plan);
 
 // Times candidate and stock on fresh content per call, checking every timed
 // call's outputs. Fills `out` (the reply's "bench").

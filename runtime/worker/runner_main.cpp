@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -20,6 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +36,7 @@
 
 #include "device.h"
 #include "runner_protocol.h"
+#include "runner_threads.h"
 #include "sandbox.h"
 
 namespace forge::runner {
@@ -333,6 +336,82 @@ Reply call(const Request& q) {
   return r;
 }
 
+// ---------------------------------------------------------------------------
+// Calls from several threads at once (runner_threads.h)
+
+CallBuffers g_slots[kMaxSlots], g_slots_saved[kMaxSlots];
+int g_slot_args[kMaxSlots][3];  // inputs, outputs, scalars of each slot's call
+int g_staged = 0;                // slots bound since the last Together
+
+Reply stage(const Request& q) {
+  if (!g_kernel) return error(q, "no candidate loaded");
+  if (q.slot < 0 || q.slot >= kMaxSlots) return error(q, "no such slot");
+  std::string why;
+  if (!bind(q, g_slots[q.slot], &why)) return error(q, why);
+  std::memcpy(&g_slots_saved[q.slot], &g_slots[q.slot], sizeof(CallBuffers));
+  g_slot_args[q.slot][0] = q.n_inputs;
+  g_slot_args[q.slot][1] = q.n_outputs;
+  g_slot_args[q.slot][2] = q.n_scalars;
+  g_staged = std::max(g_staged, q.slot + 1);
+  Reply r = reply_for(q);
+  r.threads = count_threads();
+  return r;
+}
+
+Reply together(const Request& q) {
+  Reply r = reply_for(q);
+  if (!g_kernel) return error(q, "no candidate loaded");
+  const int n = q.slot;
+  if (n < 1 || n > g_staged || n > call_threads()) return error(q, "slots not staged, or no call threads left");
+  g_staged = 0;
+#if defined(FORGE_WORKER_CUDA)
+  // One stream per thread: the calls overlap on the device too.
+  static cudaStream_t streams[kMaxSlots] = {};
+  if (g_cuda)
+    for (int k = 0; k < n; ++k) {
+      if (!streams[k] && cudaStreamCreateWithFlags(&streams[k], cudaStreamDefault) != cudaSuccess)
+        return error(q, "cannot create a stream for the call threads");
+      g_slots[k].call.stream = g_slots_saved[k].call.stream = streams[k];
+    }
+#endif
+  int rcs[kMaxSlots] = {};
+  bool threw[kMaxSlots] = {};
+  static std::string thrown[kMaxSlots];
+  run_on_call_threads(n, [&](int k) {
+    try {
+      rcs[k] = g_kernel(&g_slots[k].call);
+    } catch (const std::exception& e) {
+      threw[k] = true;
+      thrown[k] = e.what();
+    } catch (...) {
+      threw[k] = true;
+      thrown[k] = "an exception that is not a std::exception";
+    }
+  });
+  bool sticky = false;
+  copy_text(r.device_error, sizeof r.device_error, g_device->check_error(&sticky));
+  r.sticky = sticky;
+  r.threads = count_threads();
+  for (int k = 0; k < n; ++k) {
+    r.slot_rc[k] = rcs[k];
+    if (r.rc == 0) r.rc = rcs[k];
+    if (threw[k] && r.status == Status::Ok) {
+      r.status = Status::Exception;
+      copy_text(r.text, sizeof r.text, thrown[k]);
+    }
+    std::string c = changed(g_slots[k], g_slots_saved[k], g_slot_args[k][0], g_slot_args[k][1], g_slot_args[k][2]);
+    if (!c.empty() && !*r.changed) copy_text(r.changed, sizeof r.changed, c);
+  }
+  return r;
+}
+
+Reply end_threads(const Request& q) {
+  stop_call_threads();
+  Reply r = reply_for(q);
+  r.threads = count_threads();
+  return r;
+}
+
 Reply workspace(const Request& q) {
   Reply r = reply_for(q);
   if (!g_kernel) return error(q, "no candidate loaded");
@@ -421,6 +500,12 @@ int main(int argc, char** argv) {
     g_device = forge::worker::make_cpu_device(/*flush_buffer=*/false);
   }
 
+  // One malloc arena for every thread: a thread's own arena grows and shrinks
+  // with mprotect and MAP_FIXED mappings, which the sandbox refuses, so a
+  // kernel allocating on a call thread (or the thread's exit) would be killed.
+  ::mallopt(M_ARENA_MAX, 1);
+  start_call_threads(kMaxSlots);
+
   for (;;) {
     Request q;
     int fd = -1;
@@ -434,6 +519,9 @@ int main(int argc, char** argv) {
       case Cmd::Graph:
       case Cmd::Replay: r = call(q); break;
       case Cmd::Workspace: r = workspace(q); break;
+      case Cmd::Stage: r = stage(q); break;
+      case Cmd::Together: r = together(q); break;
+      case Cmd::EndThreads: r = end_threads(q); break;
       case Cmd::Quit:
         r = reply_for(q);
         send_reply(r);

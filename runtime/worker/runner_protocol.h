@@ -22,6 +22,7 @@ constexpr int kMaxScalars = 32;
 constexpr int kTextBytes = 512;
 constexpr int kPathBytes = 1024;
 constexpr int kIpcBytes = 64;  // sizeof(cudaIpcMemHandle_t)
+constexpr int kMaxSlots = 4;   // calls at once in Together (the runner's call threads)
 
 enum class Cmd : uint32_t {
   Attach = 1,     // map the arena: the memfd comes as SCM_RIGHTS (CPU) or ipc (CUDA)
@@ -32,6 +33,9 @@ enum class Cmd : uint32_t {
   Graph = 6,      // CUDA: capture the call in a CUDA graph (nothing runs)
   Quit = 7,       // reply Bye and exit
   Replay = 8,     // CUDA: launch the graph Graph captured, once
+  Stage = 9,      // bind the call to slot `slot` (nothing runs)
+  Together = 10,  // call slots [0, slot) at once, each from its own thread
+  EndThreads = 11,  // end the call threads (runner_threads.h)
 };
 
 // Reply status.
@@ -57,6 +61,7 @@ struct Request {
   Cmd cmd;
   uint64_t seq;
   uint32_t flags;
+  int32_t slot;  // Stage: the slot; Together: how many slots
   int32_t n_inputs, n_outputs, n_scalars;
   int64_t workspace_offset;  // -1: none
   int64_t workspace_bytes;
@@ -73,7 +78,8 @@ struct Reply {
   Cmd cmd;
   uint64_t seq;
   Status status;
-  int32_t rc;             // forge_kernel's return
+  int32_t rc;             // forge_kernel's return (Together: the first nonzero one)
+  int32_t slot_rc[kMaxSlots];  // Together: each slot's return
   double us;              // kTimed: the runner's time of the call
   int32_t threads;        // threads of the runner after the call
   int32_t sticky;         // CUDA: the context is unusable

@@ -61,6 +61,40 @@ CallResult Session::call(const CallSet& cs, runner::Cmd cmd, bool timed) {
   fill_request(q, cs);
   // What the judge wrote (fills, poison) has landed before the runner reads.
   m_dev.synchronize(m_stream);
+  return call_request(q);
+}
+
+CallResult Session::stage(const CallSet& cs, int slot) {
+  static runner::Request q;
+  std::memset(&q, 0, sizeof q);
+  q.cmd = runner::Cmd::Stage;
+  q.slot = slot;
+  fill_request(q, cs);
+  return call_request(q);
+}
+
+CallResult Session::together(int n) {
+  static runner::Request q;
+  std::memset(&q, 0, sizeof q);
+  q.cmd = runner::Cmd::Together;
+  q.slot = n;
+  m_dev.synchronize(m_stream);
+  return call_request(q);
+}
+
+std::optional<Failure> Session::end_threads() {
+  static runner::Request q;
+  std::memset(&q, 0, sizeof q);
+  q.cmd = runner::Cmd::EndThreads;
+  CallResult r = call_request(q);
+  if (r.gone) return Failure{r.gone->reason, r.gone->detail + " (ending the call threads)"};
+  if (m_threads >= 0 && r.reply.threads > m_threads - runner::kMaxSlots)
+    return Failure{"forbidden", "a call thread of the runner did not end (the candidate holds it)"};
+  if (m_threads >= 0) m_threads = r.reply.threads;
+  return std::nullopt;
+}
+
+CallResult Session::call_request(runner::Request& q) {
   RunnerResult r = m_runner.request(q, m_timeout);
   CallResult out;
   if (!r.ok) {
