@@ -175,7 +175,7 @@ namespace {
 // starts with `#include "../_common/NAME"` is replaced by that file's text, so
 // every candidate stays one self-contained source (what is compiled, hashed,
 // committed to history and replayed later), while a template file still
-// compiles on its own (targets/_bench). A shared block may include others the
+// compiles on its own (bench/templates/run_cpu.py compiles it). A shared block may include others the
 // same way (the path works from _common/ too), up to a small depth.
 std::string inline_common(const std::string& text, const fs::path& source, int depth = 0) {
   static const std::string directive = "#include \"../_common/";

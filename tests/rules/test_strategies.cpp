@@ -92,12 +92,12 @@ TEST_CASE("the shipped templates load with their shared blocks inlined") {
     }
 }
 
-// targets/_bench/template_text.py is inline_common in Python, for scripts that
+// bench/templates/template_text.py is inline_common in Python, for scripts that
 // run without a forge build (the CPU bench, the GPU probes): it must write the
 // very text forge loads, or a probe measures another kernel than the search.
 TEST_CASE("template_text.py writes each shipped template exactly as forge loads it") {
   auto runner = make_process_runner();
-  const auto script = default_targets_dir() / "_bench" / "template_text.py";
+  const auto script = std::filesystem::path(FORGE_TEST_DIR).parent_path() / "bench" / "templates" / "template_text.py";
   int checked = 0;
   for (const auto& f : load_families(default_targets_dir()))
     for (const auto& s : load_strategies(f)) {
