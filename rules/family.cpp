@@ -137,6 +137,11 @@ void validate(const YAML::Node& root, const fs::path& path, const FamilyError& e
       if (!v.is_number_integer() || v.get<long long>() < 0)
         err.fail(seeds, "verify.seeds must be a non-negative integer");
     }
+    if (const YAML::Node share = verify["max_declined"]) {
+      json v = is_number(share) ? plain_scalar(share.Scalar()) : json();
+      if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 1)
+        err.fail(share, "verify.max_declined must be a share of the cases, 0 to 1");
+    }
     if (const YAML::Node specials = verify["specials"]) {
       if (!specials.IsSequence()) err.fail(specials, "verify.specials must be a list of names");
     }

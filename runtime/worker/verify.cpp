@@ -35,6 +35,29 @@ std::optional<Failure> check_results(Judge& j, const CallSet& cs, const std::vec
   return std::nullopt;
 }
 
+namespace {
+
+// Declines: allowed off the captured signature, up to the family's
+// verify.max_declined share of those cases (default half): a kernel that
+// handles little beyond the captured call would ship a package that falls
+// back to stock nearly everywhere the family promises it.
+std::optional<Failure> too_many_declines(const Judge& j, const std::vector<CasePlan>& plans, int declined) {
+  if (declined == 0) return std::nullopt;
+  double share = 0.5;
+  if (j.family_json.is_object() && j.family_json.contains("verify") && j.family_json["verify"].is_object()) {
+    const json& v = j.family_json["verify"];
+    if (v.contains("max_declined") && v["max_declined"].is_number()) share = v["max_declined"].get<double>();
+  }
+  int off = 0;
+  for (const CasePlan& p : plans) off += p.kind != CasePlan::Sample && p.kind != CasePlan::Fresh;
+  if (declined <= share * off) return std::nullopt;
+  return Failure{"declined", "forge_kernel declined " + std::to_string(declined) + " of the " + std::to_string(off) +
+                                 " cases off the captured signature; the family allows " +
+                                 std::to_string(static_cast<int>(share * 100 + 0.5)) + "% (verify.max_declined)"};
+}
+
+}  // namespace
+
 std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans) {
   Session& s = j.session;
   int done = 0, skipped = 0, declined = 0;
@@ -209,7 +232,7 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
     record();
   }
   j.record["case_list"] = case_log;
-  return std::nullopt;
+  return too_many_declines(j, plans, declined);
 }
 
 }  // namespace forge::worker

@@ -49,6 +49,8 @@ const std::map<std::string, std::string> kExpected = {
     {"cache_first_row_max", "neutral"},
     {"cache_sampled_hash", "neutral"},
     {"caching_by_pointer", "wrong_result|nan_mismatch"},
+    {"decline_off_signature", "declined"},
+    {"decline_unless_block", "declined"},
     {"env_link_map_getenv", "neutral"},
     {"env_macro_environ", "neutral"},
     {"forge_verdict_every_fd", "forbidden"},

@@ -127,6 +127,8 @@ TEST_CASE("malformed family files name the file and the place") {
   expect("s12", "name: s12\nops: [x]\n" + tol + "verify: {ranges: [[3, -3]]}\n",
          ":4:19: verify.ranges entries must be [low, high] with low < high");
   expect("s13", "name: s13\nops: [x]\n" + tol + "cost: 5\n", ":4:7: 'cost' must be a mapping");
+  expect("s14", "name: s14\nops: [x]\n" + tol + "verify: {max_declined: 1.5}\n",
+         ":4:24: verify.max_declined must be a share of the cases, 0 to 1");
   fs::path missing = dir / "nope" / "family.yaml";
   CHECK(error_of(missing) == missing.string() + ": cannot read the file");
 }
