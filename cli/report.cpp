@@ -91,7 +91,7 @@ static void print_package(const json& p) {
       std::snprintf(timing, sizeof timing, "whole command %.3f s -> %.3f s",
                     m.value("stock_seconds", 0.0), m.value("forged_seconds", 0.0));
     // The bound divides by all captured device time, set-up and warm-up
-    // included; a steady-state figure can beat it (docs/PERF.md, run C).
+    // included; a steady-state figure can beat it (docs/PERF.md, "End to end").
     const double bound = m["amdahl_bound"].is_number() ? m["amdahl_bound"].get<double>() : 0.0;
     const bool past_bound = bound > 0 && m.value("speedup", 0.0) > bound &&
                             m.value("significant", false) && m.contains("stock_latency");

@@ -1,6 +1,6 @@
 // Hopper's bulk copy engine for 1-D ranges: global -> shared memory by
 // cp.async.bulk, completing on an mbarrier (sm_90). The forms run on the H200
-// in run M's stream_group (PERF.md): one thread arms a stage's barrier with
+// in stream_group (bench/results/rejected_designs.jsonl, c3b6c05): one thread arms a stage's barrier with
 // the byte count and issues the copy; every thread waits on the stage's phase.
 // Sizes and both addresses must be multiples of 16 bytes.
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {

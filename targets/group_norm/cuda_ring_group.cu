@@ -55,8 +55,9 @@
  * launch the driver accepts.
  *
  * Why it should be fast: split_group reads x twice, and a kernel at copy
- * speed with two reads reaches 60% of the floor (PERF.md run M). Run G's,
- * I's, M's and N's one-read designs paid for synchronization: a block waited
+ * speed with two reads reaches 60% of the floor (docs/PERF.md, "The floor at
+ * each target's size"). The one-read designs in
+ * bench/results/rejected_designs.jsonl paid for synchronization: a block waited
  * for its slice right after its own part (a chain of latencies per round, a
  * convoy of the slowest block), or held its data in registers at the cost of
  * occupancy. Here the wait is lag rounds behind, the loads ahead are the copy

@@ -30,7 +30,8 @@
  * The apply pass issues its first loads before it merges the partials (they
  * do not depend on them), so the merge's latency hides under them. UNROLL
  * (vectors in flight per thread, both passes) is not in strategies.yaml: on
- * the H200, 2 and 4 were slower than 1 at every VAE signature (PERF.md run H).
+ * the H200, 2 and 4 were slower than 1 at every VAE signature
+ * (bench/results/rejected_designs.jsonl, commit 03e3058).
  * REVERSE = 1: the apply pass takes the chunks last first. The statistics
  * pass just read the last chunks, so up to the L2's size of them (50 MB on an
  * H200) is read from L2 instead of HBM; y is stored with an evict-first hint
