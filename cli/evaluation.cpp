@@ -1,7 +1,7 @@
 #include "cli/evaluation.h"
 
-#include "rules/capture.h"
-#include "rules/runtime_build.h"
+#include "rules/capture/capture.h"
+#include "rules/capture/runtime_build.h"
 #include "util/error.h"
 
 namespace forge::cli {

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "rules/family.h"
-#include "rules/static_check.h"
+#include "rules/evaluate/family.h"
+#include "rules/evaluate/static_check.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/hash.h"
