@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "engine/store_json.h"
-#include "rules/history/history.h"
+#include "rules/improvement.h"
 #include "rules/history/repo.h"
 
 namespace forge::serve {
@@ -157,7 +157,7 @@ json GuiApi::tree(const std::string& target) const {
                    {"speedup", 1.0}});
   json progress = json::array();
   // "best" after each iteration: the kernel the target would ship then, the
-  // tip of its improvement chain (rules/history/history.h), as the report and the
+  // tip of its improvement chain (rules/improvement.h), as the report and the
   // package have it; 1 (stock) until a kernel is faster than stock.
   std::vector<BenchTime> kept_times;
   std::vector<double> kept_speedups;

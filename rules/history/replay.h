@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/history/history.h"
+#include "rules/improvement.h"
 #include "rules/history/repo.h"
 
 namespace forge {

@@ -11,7 +11,7 @@
 #include "engine/store_json.h"
 #include "rules/evaluate/compile.h"
 #include "rules/evaluate/family.h"
-#include "rules/history/history.h"
+#include "rules/improvement.h"
 #include "rules/capture/model_command.h"
 #include "rules/capture/runtime_build.h"
 #include "runtime/package/vary_bound.h"
@@ -24,7 +24,8 @@ using nlohmann::json;
 
 namespace {
 
-// The kernel a target ships (Target::shipped), with its evaluation record.
+// The kernel a target ships (Target::shipped: the tip of its improvement chain,
+// rules/improvement.h), with its evaluation record.
 const KernelRecord* shipped_kernel(BuildContext& ctx, const Target& t, json* evaluation) {
   if (!t.shipped) return nullptr;
   *evaluation = get_json_object(ctx.builder.store(), t.kernels[*t.shipped].evaluation);

@@ -11,7 +11,7 @@
 #include "engine/store_json.h"
 #include "rules/capture/ceiling.h"
 #include "rules/evaluate/evaluate.h"
-#include "rules/history/history.h"
+#include "rules/improvement.h"
 #include "rules/llm/proposer.h"
 #include "rules/search/strategies.h"
 #include "util/hash.h"
@@ -265,7 +265,7 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   }
   t.stage_seconds = {{"evaluations", timed}, {"compile", compile_s}, {"verify", verify_s},
                      {"bench", bench_s}, {"worker", eval_s}};
-  // The target's figures are its shipped kernel's (rules/history/history.h): a later
+  // The target's figures are its shipped kernel's (rules/improvement.h): a later
   // kernel faster only within the spreads is not an improvement, in the report
   // as in the package and the history. No record, no best kernel (nothing ships).
   std::vector<json> records;

@@ -11,6 +11,7 @@
 
 #include "rules/history/history.h"
 #include "rules/history/repo.h"
+#include "rules/improvement.h"
 #include "store/local_store.h"
 #include "tests/support.h"
 #include "util/error.h"
