@@ -2,6 +2,7 @@
 
 #include "rules/capture/capture.h"
 #include "rules/capture/runtime_build.h"
+#include "rules/cluster/device_executor.h"
 #include "util/error.h"
 
 namespace forge::cli {

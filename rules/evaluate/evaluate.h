@@ -50,10 +50,6 @@ std::vector<nlohmann::json> evaluate_candidates(BuildContext& ctx, Executor& exe
                                                 const std::vector<CandidateSource>& sources,
                                                 const EvalSettings& settings = {});
 
-// The local executor for ctx's device, over the worker of `rt`, told the copy
-// ceiling forge measured (so the worker need not measure it again).
-std::unique_ptr<Executor> make_device_executor(BuildContext& ctx, const RuntimeLibs& rt);
-
 // The target's captured samples as the worker reads them: each tensor written
 // from the store to <store>/build/objects/<digest>.bin. Throws forge::Error
 // naming a sample that is missing from the store.

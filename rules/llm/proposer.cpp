@@ -3,8 +3,8 @@
 #include <set>
 
 #include "engine/store_json.h"
+#include "rules/evaluate/judge.h"
 #include "rules/llm/reply.h"
-#include "rules/search/search.h"
 #include "util/atomic_file.h"
 
 namespace forge {

@@ -22,14 +22,6 @@
 
 namespace forge {
 
-// Evaluates one candidate source (rules/evaluate/evaluate.h) and turns its record into
-// an outcome whose steps name the source and the record as store objects
-// ("file", "source", "evaluation"). *record gets the record. Throws when the
-// candidate could not be evaluated at all (verdict "error": the build stops).
-mcts::Outcome judge_candidate(BuildContext& ctx, Executor& executor, const Target& target,
-                              const Family& family, const CandidateSource& source,
-                              nlohmann::json* record = nullptr);
-
 class SearchRule : public Rule {
  public:
   SearchRule() = default;
