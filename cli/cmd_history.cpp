@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/manifest.h"
-#include "rules/history_repo.h"
+#include "rules/history/repo.h"
 #include "util/error.h"
 
 namespace forge::cli {

@@ -1,4 +1,4 @@
-// Reading the history branch (rules/history_repo.h, docs/HISTORY.md):
+// Reading the history branch (rules/history/repo.h, docs/HISTORY.md):
 //   forge log [TARGET]   one line per commit touching TARGET (an id or prefix;
 //                        all when absent): short sha, target, speedup, proposer
 //   forge diff A B       unified diff of the kernels/ trees of two revisions

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "cli/evaluation.h"
-#include "rules/history_replay.h"
+#include "rules/history/replay.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 

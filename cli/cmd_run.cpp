@@ -8,8 +8,8 @@
 
 #include "engine/environment.h"
 #include "engine/manifest.h"
-#include "rules/model_command.h"
-#include "rules/package.h"
+#include "rules/capture/model_command.h"
+#include "rules/package/package.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 

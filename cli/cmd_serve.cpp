@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "cli/session.h"
-#include "rules/history_repo.h"
+#include "rules/history/repo.h"
 #include "rules/rules.h"
 #include "serve/gui_server.h"
 #include "util/error.h"

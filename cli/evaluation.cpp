@@ -1,7 +1,8 @@
 #include "cli/evaluation.h"
 
-#include "rules/capture.h"
-#include "rules/runtime_build.h"
+#include "rules/capture/capture.h"
+#include "rules/capture/runtime_build.h"
+#include "rules/cluster/device_executor.h"
 #include "util/error.h"
 
 namespace forge::cli {

@@ -2,7 +2,7 @@
 // (`forge try`, `forge replay`, `forge bisect`): a session that has looked up
 // the last capture without running anything, then, once the command knows what
 // it will evaluate, the evaluation worker and an executor for it. Every
-// evaluation goes through rules/evaluate.h, so its steps are cached by content.
+// evaluation goes through rules/evaluate/evaluate.h, so its steps are cached by content.
 #pragma once
 
 #include <filesystem>
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "cli/session.h"
-#include "rules/evaluate.h"
-#include "rules/family.h"
+#include "rules/evaluate/evaluate.h"
+#include "rules/evaluate/family.h"
 
 namespace forge::cli {
 
@@ -46,7 +46,7 @@ std::optional<CandidateLang> lang_of(const std::filesystem::path& file);
 // The family covering the target's op, nullptr when none does.
 const Family* family_for(const EvalSession& s, const Target& t);
 
-// One candidate against `target`: the evaluation record of rules/evaluate.h.
+// One candidate against `target`: the evaluation record of rules/evaluate/evaluate.h.
 // Needs start_evaluating(); `family` defaults to family_for(t) (the caller has
 // checked there is one).
 nlohmann::json evaluate_source(EvalSession& s, const Target& target, const CandidateSource& src,

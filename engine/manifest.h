@@ -46,7 +46,7 @@ struct TargetSelection {
 struct Budget {
   int iterations = 20;  // MCTS iterations per target
   double seconds = 0;   // wall-clock cap per target, 0 = none
-  int parallel = 0;     // candidates compiled at once (rules/search.cpp), 0 = auto
+  int parallel = 0;     // candidates compiled at once (rules/search/search.cpp), 0 = auto
 };
 
 struct DeviceSpec {
@@ -84,7 +84,7 @@ struct HistorySpec {
   std::filesystem::path repo;  // empty = the git repository holding forge.yaml
 };
 
-// Evaluations as Slurm jobs (executor: slurm; rules/slurm_executor.h).
+// Evaluations as Slurm jobs (executor: slurm; rules/cluster/slurm_executor.h).
 struct SlurmSpec {
   std::string partition;   // "" = the cluster's default
   std::string account;     // "" = none

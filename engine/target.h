@@ -53,7 +53,7 @@ struct Target {
   int accepted = 0;  // verified and faster than stock
   std::vector<KernelRecord> kernels;  // accepted candidates, in iteration order
   // Index into `kernels` of the one the target ships, reports and compares
-  // with Inductor (rules/history.h: the tip of its improvement chain); set by
+  // with Inductor (rules/improvement.h: the tip of its improvement chain); set by
   // the search, none when no kernel was accepted or a record is missing.
   std::optional<size_t> shipped;
   std::map<std::string, int> outcomes;  // iterations by outcome: "ok", "slower", "wrong_result", ...

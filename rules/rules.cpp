@@ -1,10 +1,10 @@
 #include "rules/rules.h"
 
-#include "rules/capture.h"
-#include "rules/compile_baseline.h"
-#include "rules/history.h"
-#include "rules/package.h"
-#include "rules/search.h"
+#include "rules/capture/capture.h"
+#include "rules/evaluate/compile_baseline.h"
+#include "rules/history/history.h"
+#include "rules/package/package.h"
+#include "rules/search/search.h"
 
 namespace forge {
 

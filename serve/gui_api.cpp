@@ -5,8 +5,8 @@
 #include <stdexcept>
 
 #include "engine/store_json.h"
-#include "rules/history.h"
-#include "rules/history_repo.h"
+#include "rules/improvement.h"
+#include "rules/history/repo.h"
 
 namespace forge::serve {
 namespace fs = std::filesystem;
@@ -157,7 +157,7 @@ json GuiApi::tree(const std::string& target) const {
                    {"speedup", 1.0}});
   json progress = json::array();
   // "best" after each iteration: the kernel the target would ship then, the
-  // tip of its improvement chain (rules/history.h), as the report and the
+  // tip of its improvement chain (rules/improvement.h), as the report and the
   // package have it; 1 (stock) until a kernel is faster than stock.
   std::vector<BenchTime> kept_times;
   std::vector<double> kept_speedups;
@@ -271,7 +271,7 @@ json GuiApi::ledger() const {
       const json steps = r.value("outcome", json::object()).value("steps", json::object());
       if (!steps.contains("llm")) continue;
       // The reply-cache keys the node's requests were answered under, comma-joined
-      // (rules/llm_proposer.cpp): the variant, then any repair turn.
+      // (rules/llm/proposer.cpp): the variant, then any repair turn.
       std::vector<std::string> keys;
       const json& llm = steps["llm"];
       if (llm.is_string()) {

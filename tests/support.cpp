@@ -10,8 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "rules/family.h"
-#include "rules/strategies.h"
+#include "rules/evaluate/family.h"
+#include "rules/search/strategies.h"
 
 namespace forge::test {
 namespace fs = std::filesystem;

@@ -57,7 +57,7 @@ def scalar_int(i):
 
 
 def build(template, params, dtype, device, work):
-    """The instance as forge compiles it (rules/compile.cpp, compile_flags);
+    """The instance as forge compiles it (rules/evaluate/compile.cpp, compile_flags);
     not again when `work` holds the same source already compiled."""
     text = "#define FORGE_DTYPES %d\n" % (1 << DTYPES[dtype])
     for p in params.split():

@@ -1,5 +1,5 @@
 """A template as forge loads it: each `#include "../_common/NAME"` line replaced
-by that file, recursively (the mirror of rules/strategies.cpp, inline_common:
+by that file, recursively (the mirror of rules/search/strategies.cpp, inline_common:
 NAME is resolved from the including file's folder, so the script works from
 anywhere). Prints the complete source, e.g. to compile one instance by hand:
     python3 bench/templates/template_text.py targets/group_norm/cuda_split_group.cu > gn.cu"""

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "rules/family.h"
-#include "rules/static_check.h"
+#include "rules/evaluate/family.h"
+#include "rules/evaluate/static_check.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -17,7 +17,7 @@ std::string PromptTemplates::digest() const {
   return h.hex();
 }
 
-fs::path default_prompts_dir() { return default_targets_dir() / "_prompts"; }
+fs::path default_prompts_dir() { return fs::path(FORGE_SOURCE_DIR) / "rules" / "llm" / "prompts"; }
 
 PromptTemplates load_prompt_templates(const fs::path& dir) {
   PromptTemplates t;

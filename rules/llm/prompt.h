@@ -1,4 +1,4 @@
-// Prompts from files: the templates live in targets/_prompts/ (system.md,
+// Prompts from files: the templates live in rules/llm/prompts/ (system.md,
 // variant.md, repair.md) with {{name}} placeholders, filled from PromptFacts, so
 // a prompt is changed by editing a file (the template text enters the search
 // context, so changing it starts the trees over).
@@ -27,7 +27,7 @@ struct PromptTemplates {
 
 // Reads <dir>/{system,variant,repair}.md; throws forge::Error naming a missing file.
 PromptTemplates load_prompt_templates(const std::filesystem::path& dir);
-std::filesystem::path default_prompts_dir();  // <forge source>/targets/_prompts
+std::filesystem::path default_prompts_dir();  // <forge source>/rules/llm/prompts
 
 // Replaces every {{name}} whose name is in `values`; throws forge::Error naming
 // a placeholder that has no value (a typo in a template must not reach a model).

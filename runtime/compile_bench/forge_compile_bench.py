@@ -4,7 +4,7 @@ forge's worker (C++) times candidates against the stock kernel; torch.compile is
 Python-only, so this helper times the same op, on the same captured inputs,
 both eager and compiled in each requested mode, with the worker's method: the
 caches flushed before every timed call, eager and compiled alternating, medians
-and interquartile ranges; on CUDA, device time only (see Timer). Run by forge (rules/compile_baseline.cpp) with the
+and interquartile ranges; on CUDA, device time only (see Timer). Run by forge (rules/evaluate/compile_baseline.cpp) with the
 target's request in the file named by argv[1], or on stdin (the worker's request shape, docs/WORKER.md: op,
 overload, args, samples, bench); prints one JSON object on stdout:
 

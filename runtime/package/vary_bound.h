@@ -1,8 +1,8 @@
 // The verified bound on a signature family's varied dims (issue 29, item 3):
 // the package's guard takes a call whose varied extents the worker verified,
 // and no other. Torch-free, so that libforge.so (override.cpp), the packager
-// (rules/package.cpp, which carries the bound into package.json) and the
-// fast tests (tests/rules/test_package_vary_bound.cpp) share it.
+// (rules/package/package.cpp, which carries the bound into package.json) and the
+// fast tests (tests/rules/package/test_vary_bound.cpp) share it.
 //
 // A package.json entry's `vary_max` is the accepted evaluation record's
 // `verify.vary_max`: one integer per `signature_family.vary` entry, in that
@@ -17,7 +17,7 @@
 // override.cpp, matches(), which calls within_verified below), and its
 // Python mirror for torch.compile (runtime/autoload/forge_autoload/
 // compile.py, _matches() and _within_verified(), the same bound); the family
-// file itself is loaded by rules/family.cpp. A change to the bound changes
+// file itself is loaded by rules/evaluate/family.cpp. A change to the bound changes
 // both within_verified functions.
 #pragma once
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/runtime_build.h"
+#include "rules/capture/runtime_build.h"
 
 namespace forge::test {
 

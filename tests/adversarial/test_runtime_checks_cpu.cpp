@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/family.h"
+#include "rules/evaluate/family.h"
 #include "tests/adversarial/direct_worker.h"
 #include "tests/support.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/family.h"
+#include "rules/evaluate/family.h"
 #include "tests/adversarial/direct_worker.h"
 #include "tests/support.h"
 
@@ -114,7 +114,7 @@ TEST_CASE("the run-time checks alone reject every CUDA cheat, or leave it nothin
   std::vector<json> requests;
   for (const auto& [name, expected] : kExpected) {
     const fs::path so = dir / (name + ".so");
-    // As rules/compile.cpp compiles CUDA candidates.
+    // As rules/evaluate/compile.cpp compiles CUDA candidates.
     const std::string cc = "nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -cudart shared "
                            "-gencode=arch=compute_90a,code=sm_90a -I'" +
                            (kRepo / "runtime" / "abi").string() + "' -o '" + so.string() + "' '" +

@@ -1,5 +1,5 @@
 // The HTTP cache layer against an in-process server (cpp-httplib) that keeps
-// blobs in a map, so these run anywhere; tests/rules/test_slurm_build.cpp
+// blobs in a map, so these run anywhere; tests/rules/cluster/test_slurm_build.cpp
 // repeats the essentials against nginx WebDAV and whole forge builds.
 #include <httplib.h>
 

@@ -1,0 +1,296 @@
+#include "rules/capture/capture.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "rules/capture/ceiling.h"
+#include "rules/capture/model_command.h"
+#include "rules/capture/runtime_build.h"
+#include "util/atomic_file.h"
+#include "util/hash.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string tail(const std::string& s, size_t n = 2000) {
+  return s.size() > n ? "…" + s.substr(s.size() - n) : s;
+}
+
+// Element sizes by torch's dtype names (as the capture library writes them).
+size_t dtype_size(const std::string& dtype) {
+  static const std::map<std::string, size_t> sizes = {
+      {"float32", 4}, {"float64", 8}, {"float16", 2},   {"bfloat16", 2},   {"int64", 8},
+      {"int32", 4},   {"int16", 2},   {"int8", 1},      {"uint8", 1},      {"bool", 1},
+      {"uint16", 2},  {"uint32", 4},  {"uint64", 8},    {"complex64", 8},  {"complex128", 16},
+      {"complex32", 4}, {"float8_e5m2", 1}, {"float8_e4m3fn", 1}};
+  auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+// Bytes of a tensor argument, or of every tensor in a list argument.
+double tensor_bytes(const json& t) {
+  if (!t.is_object()) return 0;
+  if (t.value("type", "") == "Tensor") {
+    double n = 1;
+    for (const auto& s : t.value("sizes", json::array())) n *= s.get<double>();
+    return n * dtype_size(t.value("dtype", ""));
+  }
+  double sum = 0;
+  if (t.contains("value") && t["value"].is_array())
+    for (const auto& x : t["value"]) sum += tensor_bytes(x);
+  return sum;
+}
+
+// Moves the process's sample files into the object store; returns the sample
+// list with "digest" in place of "file".
+json ingest_samples(store::Store& store, const fs::path& dir, const json& samples) {
+  json out = json::array();
+  for (const auto& sample : samples) {
+    json inputs = json::array();
+    for (json in : sample.value("inputs", json::array())) {
+      if (in.contains("file")) {
+        std::string bytes;
+        if (!read_file(dir / in["file"].get<std::string>(), &bytes))
+          throw std::runtime_error("capture sample " + in["file"].get<std::string>() +
+                                   " is missing");
+        in["digest"] = store.put_object(bytes);
+        in.erase("file");
+      }
+      inputs.push_back(in);
+    }
+    out.push_back({{"inputs", inputs}});
+  }
+  return out;
+}
+
+// Merges every process's capture file into one record.
+json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_cap) {
+  std::map<std::string, json> entries;  // by op + signature
+  std::map<std::string, json> outer;
+  int processes = 0;
+  std::string timing;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    std::string text;
+    read_file(e.path(), &text);
+    json proc = json::parse(text, nullptr, false);
+    if (!proc.is_object() || proc.value("version", 0) != 1)
+      throw std::runtime_error("unreadable capture file " + e.path().filename().string());
+    ++processes;
+    timing = proc.value("timing", "");
+    for (const auto& b : proc.value("backend_ops", json::array())) {
+      std::string op = b.value("op", "");
+      if (op.rfind("aten::", 0) == 0) op = op.substr(6);
+      std::string overload = b.value("overload", "");
+      if (!overload.empty()) op += "." + overload;
+      std::string outer_op = b.value("outer_op", "");
+      if (outer_op.rfind("aten::", 0) == 0) outer_op = outer_op.substr(6);
+      const std::string sig = b.value("signature", "");
+      json& merged = entries[op + "\n" + sig];
+      if (merged.is_null()) {
+        merged = {{"op", op},
+                  {"outer_op", outer_op},
+                  {"signature", sig},
+                  {"args", b.value("args", json::array())},
+                  {"outputs", b.value("outputs", json::array())},
+                  {"calls", 0},
+                  {"time_us", 0.0},
+                  {"samples", json::array()}};
+      }
+      merged["kind"] = b.value("kind", "kernel");
+      merged["dispatch_key"] = b.value("dispatch_key", "CPU");
+      merged["calls"] = merged["calls"].get<long>() + b.value("calls", 0L);
+      merged["time_us"] = merged["time_us"].get<double>() + b.value("time_us", 0.0);
+      for (const auto& s : ingest_samples(store, dir, b.value("samples", json::array())))
+        if (static_cast<int>(merged["samples"].size()) < samples_cap) merged["samples"].push_back(s);
+    }
+    for (const auto& o : proc.value("outer_ops", json::array())) {
+      json& m = outer[o.value("op", "")];
+      if (m.is_null()) m = {{"op", o.value("op", "")}, {"calls", 0L}, {"time_us", 0.0}};
+      m["calls"] = m["calls"].get<long>() + o.value("calls", 0L);
+      m["time_us"] = m["time_us"].get<double>() + o.value("time_us", 0.0);
+    }
+  }
+  if (processes == 0)
+    throw std::runtime_error(
+        "the command ran but no process imported torch with the capture library loaded");
+  json list = json::array(), outer_list = json::array();
+  double total = 0;
+  long calls = 0;
+  json by_key = json::object();  // op time per dispatch key: CPU wall and CUDA device time don't add
+  for (auto& [_, e] : entries) {
+    total += e["time_us"].get<double>();
+    calls += e["calls"].get<long>();
+    const std::string key = e.value("dispatch_key", "CPU");
+    by_key[key] = by_key.value(key, 0.0) + e["time_us"].get<double>();
+    list.push_back(std::move(e));
+  }
+  for (auto& [_, o] : outer) outer_list.push_back(std::move(o));
+  return {{"status", "ok"}, {"timing", timing},     {"processes", processes},
+          {"time_us", total}, {"calls", calls},     {"entries", list},
+          {"time_us_by_dispatch_key", by_key},
+          {"outer_ops", outer_list}};
+}
+
+json run_capture(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt) {
+  const fs::path dir = ctx.manifest.store / "tmp" /
+                       ("capture-" + m.name + "-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir);
+  Command c = model_command(m, rt, {rt.capture_lib.string()});
+  c.env["FORGE_CAPTURE_DIR"] = dir.string();
+  c.env["FORGE_CAPTURE_SAMPLES"] = std::to_string(ctx.manifest.capture.samples_per_target);
+  c.env["FORGE_CAPTURE_MAX_BYTES"] =
+      std::to_string(static_cast<long long>(ctx.manifest.capture.max_input_mb_per_model * 1e6));
+  c.timeout_seconds = ctx.manifest.capture.timeout_seconds;
+  CommandResult r = ctx.runner.run(c);
+  std::string log = r.out + r.err;
+  json record;
+  if (!r.ok()) {
+    record = failed_record("`" + (m.run.empty() ? m.torchscript.string() : m.run) + "` " +
+                               r.describe(),
+                           tail(r.err.empty() ? r.out : r.err));
+  } else {
+    try {
+      record = ingest_capture_dir(ctx.builder.store(), dir,
+                                  ctx.manifest.capture.samples_per_target);
+    } catch (const std::exception& e) {
+      record = failed_record(e.what(), tail(log));
+    }
+  }
+  record["log"] = ctx.builder.store().put_object(log);
+  record["seconds"] = r.seconds;
+  fs::remove_all(dir, ec);
+  return record;
+}
+
+}  // namespace
+
+double bytes_moved(const json& args, const json& outputs) {
+  double b = 0;
+  for (const auto& a : args) b += tensor_bytes(a);
+  for (const auto& o : outputs) b += tensor_bytes(o);
+  return b;
+}
+
+namespace {
+// Device types ("cpu", "cuda") of the tensors among an op's arguments and outputs.
+void device_types(const json& values, std::set<std::string>& out) {
+  for (const auto& v : values) {
+    if (!v.is_object()) continue;
+    const std::string d = v.value("device", "");
+    if (!d.empty()) out.insert(d.substr(0, d.find(':')));
+  }
+}
+}  // namespace
+
+bool is_transfer(const json& args, const json& outputs) {
+  std::set<std::string> types;
+  device_types(args, types);
+  device_types(outputs, types);
+  return types.size() > 1;
+}
+
+std::string dispatch_key_of(const std::string& backend) {
+  return backend == "cuda" ? "CUDA" : "CPU";
+}
+
+std::vector<Target> targets_from_capture(const std::string& model, const json& record,
+                                         std::optional<double> ceiling,
+                                         const std::string& backend) {
+  std::vector<Target> out;
+  const std::string key = dispatch_key_of(backend);
+  for (const auto& e : record.value("entries", json::array())) {
+    // On a GPU, the ops the model runs on the CPU (weight init, data prep) are no
+    // targets and their wall time is not comparable with device time.
+    if (e.value("dispatch_key", "CPU") != key) continue;
+    // Views, allocations and non-ATen ops count towards the model's time but are no
+    // targets: forge overrides ATen kernels.
+    const std::string kind = e.value("kind", "kernel");
+    if (kind == "view" || kind == "alloc" || kind == "foreign") continue;
+    // A copy between host and device (weights moved to the GPU at set-up) is
+    // bound by the link, not by a kernel: its time counts, it is no target.
+    if (is_transfer(e.value("args", json::array()), e.value("outputs", json::array()))) continue;
+    Target t;
+    t.model = model;
+    t.op = e.value("op", "");
+    t.outer_op = e.value("outer_op", "");
+    t.signature = e.value("signature", "");
+    t.id = make_target_id(model, t.op, t.signature);
+    t.calls = e.value("calls", 0L);
+    t.time_us = e.value("time_us", 0.0);
+    t.args = e.value("args", json::array());
+    t.outputs = e.value("outputs", json::array());
+    t.bytes = bytes_moved(t.args, t.outputs);
+    if (ceiling && *ceiling > 0) t.floor_us = t.bytes / *ceiling * 1e6;
+    t.sample_inputs = e.value("samples", json::array());
+    t.samples = static_cast<int>(t.sample_inputs.size());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void CaptureRule::apply(BuildContext& ctx) {
+  auto rt = ensure_runtime(ctx);
+  std::optional<double> ceiling = copy_ceiling(ctx);
+  for (const auto& m : ctx.manifest.models) {
+    if (!rt) {
+      ctx.models[m.name] = {{"status", "not captured"},
+                            {"reason", "the capture library is not built"}};
+      continue;
+    }
+    StepSpec spec;
+    spec.kind = "capture";
+    spec.label = m.name;
+    spec.name = "capture/" + m.name;
+    spec.inputs = {{"command", m.run.empty() ? "torchscript" : m.run},
+                   // Relative to forge.yaml: clones in other places share through a cache.
+                   {"workdir", fs::relative(m.workdir, ctx.manifest.dir).generic_string()},
+                   {"files", named_files_digest(m)},
+                   {"env", model_env_digest(m, /*threads=*/false)},
+                   {"toolchain", ctx.toolchain.fingerprint()},
+                   {"device", ctx.device.fingerprint()},
+                   {"capture_lib", rt->digest},
+                   {"samples", std::to_string(ctx.manifest.capture.samples_per_target)},
+                   {"max_input_mb", std::to_string(ctx.manifest.capture.max_input_mb_per_model)}};
+    spec.run = [&ctx, &m, rt] { return run_capture(ctx, m, *rt); };
+    auto outcome = ctx.step(spec, m.name);
+    if (!outcome) {
+      ctx.models[m.name] = {{"status", "not captured"}, {"reason", "not captured yet"}};
+      continue;
+    }
+    const json& rec = outcome->record;
+    if (!record_ok(rec)) {
+      ctx.models[m.name] = {{"status", "failed"},
+                            {"reason", rec.value("reason", "")},
+                            {"detail", rec.value("detail", "")}};
+      continue;
+    }
+    std::vector<Target> all = targets_from_capture(m.name, rec, ceiling, ctx.device.backend);
+    const int signatures = static_cast<int>(all.size());
+    const double op_time = rec.value("time_us_by_dispatch_key", json::object())
+                               .value(dispatch_key_of(ctx.device.backend), 0.0);
+    std::vector<Target> chosen = select_targets(std::move(all), ctx.manifest.targets, op_time);
+    ctx.models[m.name] = {{"status", "ok"},
+                          {"cached", outcome->cached},
+                          {"timing", rec.value("timing", "")},
+                          {"processes", rec.value("processes", 0)},
+                          {"calls", rec.value("calls", 0L)},
+                          {"time_us", op_time},
+                          {"signatures", signatures},
+                          {"selected", static_cast<int>(chosen.size())},
+                          {"copy_ceiling_gbps", ceiling ? json(*ceiling / 1e9) : json(nullptr)}};
+    for (auto& t : chosen) ctx.targets.push_back(std::move(t));
+  }
+}
+
+}  // namespace forge

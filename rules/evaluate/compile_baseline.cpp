@@ -1,0 +1,127 @@
+#include "rules/evaluate/compile_baseline.h"
+
+#include <unistd.h>
+
+#include "engine/environment.h"
+#include "engine/store_json.h"
+#include "rules/evaluate/evaluate.h"
+#include "util/atomic_file.h"
+#include "util/hash.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+json measure(BuildContext& ctx, const Target& t, const fs::path& script) {
+  const auto dot = t.op.find('.');
+  json req = {{"op", t.op.substr(0, dot)},
+              {"overload", dot == std::string::npos ? "" : t.op.substr(dot + 1)},
+              {"args", t.args},
+              {"samples", materialize_samples(ctx, t)},
+              {"bench", bench_settings(ctx, EvalSettings{})},
+              {"modes", {"default", "max-autotune-no-cudagraphs"}}};
+  const fs::path file = ctx.manifest.store / "tmp" /
+                        ("compile-bench-" + std::to_string(::getpid()) + ".json");
+  fs::create_directories(file.parent_path());
+  write_file_atomic(file, req.dump());
+  Command c;
+  c.argv = {ctx.toolchain.python, script.string(), file.string()};
+  c.env["PATH"] = forge_path_env();
+  // Inductor's CPU code runs OpenMP regions sized by OMP_NUM_THREADS, not by
+  // torch.set_num_threads: pin it like the stock kernel (bench_settings).
+  const json bench = req["bench"];
+  if (bench.contains("threads")) c.env["OMP_NUM_THREADS"] = std::to_string(bench["threads"].get<int>());
+  c.timeout_seconds = 900;  // Inductor's first compile on a small CPU machine takes minutes
+  CommandResult r = ctx.runner.run(c);
+  std::error_code ec;
+  fs::remove(file, ec);
+  return baseline_record(r);
+}
+
+}  // namespace
+
+json baseline_record(const CommandResult& r) {
+  // Inductor compiling past the helper's time limit is a finding about it too:
+  // recorded, so the next build does not wait as long again.
+  if (r.status == CommandResult::Status::TimedOut)
+    return {{"status", "ok"}, {"ok", false}, {"error", "torch.compile " + r.describe()}};
+  if (!r.ok()) {
+    const std::string& log = r.err.empty() ? r.out : r.err;
+    return failed_record("the torch.compile baseline " + r.describe(),
+                         log.size() > 2000 ? log.substr(log.size() - 2000) : log);
+  }
+  // The helper's last line is its JSON (Inductor may print before it).
+  std::string last = r.out;
+  while (!last.empty() && last.back() == '\n') last.pop_back();
+  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+  json out = json::parse(last, nullptr, false);
+  if (!out.is_object()) return failed_record("the torch.compile baseline printed no JSON", r.out);
+  out["status"] = "ok";
+  if (!out.value("ok", false)) out["error"] = out.value("error", "torch.compile failed");
+  return out;
+}
+
+void CompileBaselineRule::apply(BuildContext& ctx) {
+  const fs::path script =
+      fs::path(FORGE_SOURCE_DIR) / "runtime" / "compile_bench" / "forge_compile_bench.py";
+  std::string script_text;
+  read_file(script, &script_text);
+  for (auto& t : ctx.targets) {
+    if (t.kernels.empty()) continue;  // the baseline is for comparing a forged kernel
+    StepSpec spec;
+    spec.kind = "compile_baseline";
+    spec.label = t.id;
+    spec.name = "compile_baseline/" + t.id;
+    spec.inputs = {{"op", t.op},
+                   {"signature", t.signature},
+                   {"args", sha256_hex(t.args.dump())},
+                   {"samples", sha256_hex(t.sample_inputs.dump())},
+                   {"bench", bench_settings(ctx, EvalSettings{}).dump()},
+                   {"device", ctx.device.fingerprint()},
+                   {"toolchain", ctx.toolchain.fingerprint()},
+                   {"helper", sha256_hex(script_text)}};
+    spec.run = [&ctx, &t, script] { return measure(ctx, t, script); };
+    auto outcome = ctx.step(spec, t.model);
+    if (!outcome) continue;
+    const json& rec = outcome->record;
+    if (!record_ok(rec)) {
+      ctx.notes.push_back("torch.compile baseline of " + t.id + ": " + rec.value("reason", ""));
+      continue;
+    }
+    if (!rec.contains("compile_us")) {
+      ctx.notes.push_back("torch.compile baseline of " + t.id + ": Inductor compiled the op in no mode (" +
+                          rec.value("error", "") + "); no compile figure for it");
+      continue;
+    }
+    t.compile_us = rec["compile_us"].value("median", 0.0);
+    t.compile_mode = rec.value("best_mode", "");
+    // The helper calls both eager and compiled from Python, so its absolute
+    // times carry the interpreter's call overhead; its ratio does not. Inductor
+    // over stock (same process, same method) times stock over the kernel (the
+    // worker) is the kernel's speedup over Inductor. Relative spreads add up.
+    const json& ch = rec["compile_us"];
+    const json& eh = rec["eager_us"];
+    const double c_med = ch.value("median", 0.0), e_med = eh.value("median", 0.0);
+    if (c_med <= 0 || e_med <= 0) continue;
+    t.compile_over_eager = c_med / e_med;
+    // The kernel the package ships (Target::shipped) is the one compared.
+    if (!t.shipped) continue;
+    const json ev = get_json_object(ctx.builder.store(), t.kernels[*t.shipped].evaluation);
+    if (!ev.is_object()) continue;
+    const json b = ev.value("bench", json::object());
+    const double best = b.value("speedup_eager", 0.0);
+    const json c = b.value("candidate_us", json::object());
+    const json e = b.value("eager_us", json::object());
+    if (best <= 0 || c.value("median", 0.0) <= 0 || e.value("median", 0.0) <= 0) continue;
+    const double best_rel = c.value("spread", 0.0) / c["median"].get<double>() +
+                            e.value("spread", 0.0) / e["median"].get<double>();
+    t.best_speedup_compile = best * *t.compile_over_eager;
+    const double rel = best_rel + ch.value("spread", 0.0) / c_med + eh.value("spread", 0.0) / e_med;
+    // The worker's rule for "faster" (docs/WORKER.md), in relative terms.
+    t.under_compile = *t.best_speedup_compile - 1 > rel ? "forge" : "inductor";
+  }
+}
+
+}  // namespace forge

@@ -1,0 +1,214 @@
+#include "rules/evaluate/family.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/hash.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+class FamilyError {
+ public:
+  explicit FamilyError(fs::path path) : m_path(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw Error(m_path.string() + ": " + message);
+  }
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& message) const {
+    const YAML::Mark m = node.Mark();
+    if (m.line < 0) fail(message);
+    throw Error(m_path.string() + ":" + std::to_string(m.line + 1) + ":" +
+                std::to_string(m.column + 1) + ": " + message);
+  }
+
+ private:
+  fs::path m_path;
+};
+
+// A plain (unquoted) YAML scalar as the JSON value it means (YAML 1.2 core schema).
+json plain_scalar(const std::string& s) {
+  static const std::regex integer(R"(^[-+]?[0-9]+$)");
+  static const std::regex real(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  if (std::regex_match(s, integer)) {
+    try {
+      return std::stoll(s);
+    } catch (const std::exception&) {
+      return std::stod(s);  // out of int64 range
+    }
+  }
+  if (std::regex_match(s, real)) return std::stod(s);
+  return s;
+}
+
+json to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      // Quoted scalars carry the non-specific tag "!": always strings.
+      return node.Tag() == "!" ? json(node.Scalar()) : plain_scalar(node.Scalar());
+    case YAML::NodeType::Sequence: {
+      json a = json::array();
+      for (const auto& item : node) a.push_back(to_json(item));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      json o = json::object();
+      for (const auto& kv : node) o[kv.first.Scalar()] = to_json(kv.second);
+      return o;
+    }
+  }
+  return nullptr;
+}
+
+bool is_number(const YAML::Node& n) {
+  return n.IsScalar() && n.Tag() != "!" && plain_scalar(n.Scalar()).is_number();
+}
+
+void validate(const YAML::Node& root, const fs::path& path, const FamilyError& err) {
+  if (!root.IsMap()) err.fail("a family file is a mapping (name, ops, verify, tolerance, cost)");
+  const YAML::Node name = root["name"];
+  if (!name || !name.IsScalar() || name.Scalar().empty())
+    err.fail("missing 'name' (the family's name, e.g. softmax)");
+  const std::string folder = path.parent_path().filename().string();
+  if (name.Scalar() != folder)
+    err.fail(name, "name '" + name.Scalar() + "' differs from its folder '" + folder + "'");
+
+  const YAML::Node ops = root["ops"];
+  if (!ops) err.fail("missing 'ops' (the backend ops this family covers, e.g. [_softmax])");
+  if (!ops.IsSequence() || ops.size() == 0)
+    err.fail(ops, "'ops' must be a non-empty list of backend op names");
+  for (const auto& op : ops)
+    if (!op.IsScalar() || op.Scalar().empty())
+      err.fail(op, "'ops' entries must be op names such as _softmax or mean.dim");
+
+  static const std::set<std::string> dtypes = {"float32", "float64", "float16", "bfloat16", "int64",
+                                               "int32",   "int16",   "int8",    "uint8",    "bool"};
+  const YAML::Node tol = root["tolerance"];
+  if (!tol) err.fail("missing 'tolerance' (per dtype: {atol, rtol})");
+  if (!tol.IsMap() || tol.size() == 0)
+    err.fail(tol, "'tolerance' must map dtypes to {atol: X, rtol: Y}");
+  for (const auto& kv : tol) {
+    const std::string dtype = kv.first.Scalar();
+    if (!dtypes.count(dtype)) err.fail(kv.first, "unknown dtype '" + dtype + "' in 'tolerance'");
+    if (!kv.second.IsMap()) err.fail(kv.second, "tolerance." + dtype + " must be {atol, rtol}");
+    for (const char* k : {"atol", "rtol"}) {
+      const YAML::Node v = kv.second[k];
+      if (!v) err.fail(kv.second, "tolerance." + dtype + " needs '" + k + "'");
+      if (!is_number(v) || plain_scalar(v.Scalar()).get<double>() < 0)
+        err.fail(v, "tolerance." + dtype + "." + k + " must be a non-negative number");
+    }
+  }
+
+  if (const YAML::Node verify = root["verify"]) {
+    if (!verify.IsMap()) err.fail(verify, "'verify' must be a mapping");
+    if (const YAML::Node sizes = verify["edge_sizes"]) {
+      if (!sizes.IsSequence()) err.fail(sizes, "verify.edge_sizes must be a list of sizes");
+      for (const auto& s : sizes) {
+        json v = is_number(s) ? plain_scalar(s.Scalar()) : json();
+        if (!v.is_number_integer() || v.get<long long>() < 1)
+          err.fail(s, "verify.edge_sizes entries must be positive integers");
+      }
+    }
+    if (const YAML::Node ranges = verify["ranges"]) {
+      if (!ranges.IsSequence()) err.fail(ranges, "verify.ranges must be a list of [low, high]");
+      for (const auto& r : ranges) {
+        if (!r.IsSequence() || r.size() != 2 || !is_number(r[0]) || !is_number(r[1]) ||
+            plain_scalar(r[0].Scalar()).get<double>() >= plain_scalar(r[1].Scalar()).get<double>())
+          err.fail(r, "verify.ranges entries must be [low, high] with low < high");
+      }
+    }
+    if (const YAML::Node seeds = verify["seeds"]) {
+      json v = is_number(seeds) ? plain_scalar(seeds.Scalar()) : json();
+      if (!v.is_number_integer() || v.get<long long>() < 0)
+        err.fail(seeds, "verify.seeds must be a non-negative integer");
+    }
+    if (const YAML::Node share = verify["max_declined"]) {
+      json v = is_number(share) ? plain_scalar(share.Scalar()) : json();
+      if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 1)
+        err.fail(share, "verify.max_declined must be a share of the cases, 0 to 1");
+    }
+    if (const YAML::Node specials = verify["specials"]) {
+      if (!specials.IsSequence()) err.fail(specials, "verify.specials must be a list of names");
+    }
+  }
+  for (const char* section : {"signature_family", "cost"})
+    if (const YAML::Node n = root[section]; n && !n.IsMap())
+      err.fail(n, std::string("'") + section + "' must be a mapping");
+}
+
+}  // namespace
+
+fs::path default_targets_dir() {
+  return fs::path(FORGE_SOURCE_DIR) / "targets";
+}
+
+Family load_family(const fs::path& file) {
+  FamilyError err(file);
+  std::string text;
+  if (!read_file(file, &text)) err.fail("cannot read the file");
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" +
+                std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  validate(root, file, err);
+  Family f;
+  f.name = root["name"].Scalar();
+  f.path = file;
+  f.spec = to_json(root);
+  f.digest = sha256_hex(text);
+  for (const auto& op : root["ops"]) f.ops.push_back(op.Scalar());
+  return f;
+}
+
+std::vector<Family> load_families(const fs::path& root) {
+  std::vector<Family> out;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return out;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(root, ec))
+    if (e.is_directory() && fs::is_regular_file(e.path() / "family.yaml"))
+      files.push_back(e.path() / "family.yaml");
+  std::sort(files.begin(), files.end());
+  std::map<std::string, fs::path> owner;  // op -> file
+  for (const auto& file : files) {
+    Family f = load_family(file);
+    for (const auto& op : f.ops) {
+      auto [it, fresh] = owner.emplace(op, file);
+      if (!fresh)
+        throw Error(file.string() + ": op '" + op + "' is already covered by " +
+                    it->second.string());
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::optional<Family> find_family(const std::vector<Family>& families, const std::string& op) {
+  for (const auto& f : families)
+    if (std::find(f.ops.begin(), f.ops.end(), op) != f.ops.end()) return f;
+  const std::string base = op.substr(0, op.find('.'));
+  if (base != op)
+    for (const auto& f : families)
+      if (std::find(f.ops.begin(), f.ops.end(), base) != f.ops.end()) return f;
+  return std::nullopt;
+}
+
+}  // namespace forge

@@ -1,0 +1,348 @@
+#include "rules/search/strategies.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "runtime/abi/forge_kernel.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+json yaml_to_json(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      json j = json::object();
+      for (const auto& kv : n) j[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      return j;
+    }
+    case YAML::NodeType::Sequence: {
+      json j = json::array();
+      for (const auto& x : n) j.push_back(yaml_to_json(x));
+      return j;
+    }
+    case YAML::NodeType::Scalar: {
+      // YAML's plain true/false are booleans (applies: {training: false}).
+      const std::string s = n.Scalar();
+      if (n.Tag() != "!") {
+        if (s == "true" || s == "True" || s == "TRUE") return true;
+        if (s == "false" || s == "False" || s == "FALSE") return false;
+      }
+      try {
+        size_t used = 0;
+        long long i = std::stoll(s, &used);
+        if (used == s.size()) return i;
+      } catch (...) {
+      }
+      return s;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+bool contiguous(const json& t) {
+  const auto& sizes = t.value("sizes", json::array());
+  const auto& strides = t.value("strides", json::array());
+  if (sizes.size() != strides.size()) return false;
+  long long expect = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i].get<long long>() != 1 && strides[i].get<long long>() != expect) return false;
+    expect *= sizes[i].get<long long>();
+  }
+  return true;
+}
+
+const json* first_tensor(const json& list) {
+  for (const auto& a : list)
+    if (a.is_object() && a.value("type", "") == "Tensor") return &a;
+  return nullptr;
+}
+
+bool listed(const json& allowed, const std::string& value) {
+  if (!allowed.is_array()) return true;
+  for (const auto& v : allowed)
+    if (v.is_string() && v.get<std::string>() == value) return true;
+  return false;
+}
+
+// An int or int[] argument record's values ("list" of int records too).
+std::vector<int64_t> ints_of(const json& rec) {
+  std::vector<int64_t> out;
+  const json& v = rec.value("value", json());
+  if (v.is_number_integer()) out.push_back(v.get<int64_t>());
+  if (v.is_array())
+    for (const auto& x : v) {
+      if (x.is_number_integer()) out.push_back(x.get<int64_t>());
+      else if (x.is_object() && x.value("value", json()).is_number_integer())
+        out.push_back(x["value"].get<int64_t>());
+    }
+  return out;
+}
+
+bool in_range(const json& range, std::optional<int64_t> v) {
+  if (!range.is_array() || range.size() != 2) return true;
+  return v && *v >= range[0].get<int64_t>() && *v <= range[1].get<int64_t>();
+}
+
+}  // namespace
+
+SignatureFacts signature_facts(const Target& target) {
+  SignatureFacts f;
+  const json& a = target.args;
+  const json* in = first_tensor(a);
+  const json* out = first_tensor(target.outputs);
+  if (in && out) {
+    // The ABI's dtype codes; the templates' with_dtype covers these three.
+    static const std::map<std::string, int> code = {
+        {"float32", FORGE_FLOAT32}, {"float16", FORGE_FLOAT16}, {"bfloat16", FORGE_BFLOAT16}};
+    auto i = code.find(in->value("dtype", "")), o = code.find(out->value("dtype", ""));
+    if (i != code.end() && o != code.end()) {
+      // Every tensor's type, not the first input's and output's alone
+      // (autocast's bf16 input with float32 weights): an instance without
+      // one refuses every call.
+      auto add = [&](const json& t) {
+        if (!t.is_object() || t.value("type", "") != "Tensor") return;
+        auto c = code.find(t.value("dtype", ""));
+        if (c != code.end()) f.dtypes |= 1u << c->second;
+      };
+      for (const json* list : {&target.args, &target.outputs})
+        for (const auto& rec : *list) {
+          add(rec);
+          if (rec.is_object() && rec.value("value", json()).is_array())
+            for (const auto& t : rec["value"]) add(t);  // a Tensor[] argument
+        }
+    }
+  }
+  if (!in || !a.is_array() || a.size() < 2) return f;
+  std::vector<int64_t> sizes = in->value("sizes", std::vector<int64_t>{});
+  const int64_t nd = static_cast<int64_t>(sizes.size());
+  auto product = [](const std::vector<int64_t>& v) {
+    int64_t p = 1;
+    for (auto x : v) p *= x;
+    return p;
+  };
+  const std::string op = target.op;
+  if (op == "_softmax") {
+    auto d = ints_of(a[1]);
+    if (d.size() == 1 && nd > 0) {
+      int64_t dim = d[0] < 0 ? d[0] + nd : d[0];
+      if (dim >= 0 && dim < nd) f.row = sizes[dim], f.dim_last = dim == nd - 1;
+    }
+  } else if (op == "native_layer_norm" || op == "_fused_rms_norm") {
+    auto shape = ints_of(a[1]);
+    if (!shape.empty()) f.row = product(shape);
+  } else if (op == "mean.dim") {
+    auto dims = ints_of(a[1]);
+    std::vector<int64_t> reduced;
+    for (auto d : dims) reduced.push_back(d < 0 ? d + nd : d);
+    std::sort(reduced.begin(), reduced.end());
+    bool trailing = !reduced.empty();
+    for (size_t k = 0; k < reduced.size(); ++k)
+      trailing &= reduced[k] == nd - static_cast<int64_t>(reduced.size()) + static_cast<int64_t>(k);
+    f.reduce_trailing = trailing;
+    if (trailing) {
+      int64_t plane = 1;
+      for (auto d : reduced) plane *= sizes[d];
+      f.plane = f.row = plane;
+    }
+  } else if (op == "native_group_norm" && a.size() >= 7) {
+    auto n = ints_of(a[3]), c = ints_of(a[4]), hw = ints_of(a[5]), g = ints_of(a[6]);
+    if (n.size() == 1 && c.size() == 1 && hw.size() == 1 && g.size() == 1 && g[0] > 0) {
+      f.slice = c[0] / g[0] * hw[0];
+      f.groups = n[0] * g[0];
+    }
+  } else if (op == "native_batch_norm" && a.size() >= 6) {
+    const json& tr = a[5].value("value", json());
+    if (tr.is_boolean()) f.training = tr.get<bool>();
+    if (nd >= 2) f.plane = product(std::vector<int64_t>(sizes.begin() + 2, sizes.end()));
+  }
+  return f;
+}
+
+namespace {
+
+// Templates share their helper blocks through targets/_common/: a line that
+// starts with `#include "../_common/NAME"` is replaced by that file's text, so
+// every candidate stays one self-contained source (what is compiled, hashed,
+// committed to history and replayed later), while a template file still
+// compiles on its own (bench/templates/run_cpu.py compiles it). A shared block may include others the
+// same way (the path works from _common/ too), up to a small depth.
+std::string inline_common(const std::string& text, const fs::path& source, int depth = 0) {
+  static const std::string directive = "#include \"../_common/";
+  std::string out;
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.rfind(directive, 0) != 0) {
+      out += line;
+      if (!in.eof()) out += '\n';
+      continue;
+    }
+    const size_t end = line.find('"', directive.size());
+    const fs::path file = source.parent_path() / ".." / "_common" /
+                          line.substr(directive.size(), end == std::string::npos ? std::string::npos : end - directive.size());
+    std::string common;
+    if (end == std::string::npos || !read_file(file, &common))
+      throw Error(source.string() + ":" + std::to_string(number) + ": cannot read the shared block " +
+                  file.lexically_normal().string());
+    if (depth >= 4)
+      throw Error(source.string() + ":" + std::to_string(number) + ": shared blocks nested more than 4 deep (a cycle?) at " +
+                  file.lexically_normal().string());
+    out += inline_common(common, file, depth + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Strategy> load_strategies(const Family& family) {
+  const fs::path file = family.path.parent_path() / "strategies.yaml";
+  std::vector<Strategy> out;
+  if (!fs::exists(file)) return out;
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file.string());
+  } catch (const YAML::Exception& e) {
+    throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" +
+                std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
+  }
+  for (const auto& s : root["strategies"]) {
+    Strategy st;
+    auto at = [&](const std::string& what) {
+      return file.string() + ":" + std::to_string(s.Mark().line + 1) + ": strategy " + what;
+    };
+    if (!s["name"] || !s["source"] || !s["backend"])
+      throw Error(at("needs name, backend and source"));
+    st.name = s["name"].as<std::string>();
+    st.backend = s["backend"].as<std::string>();
+    st.source = family.path.parent_path() / s["source"].as<std::string>();
+    st.params = s["params"] ? yaml_to_json(s["params"]) : json::object();
+    st.applies = s["applies"] ? yaml_to_json(s["applies"]) : json::object();
+    st.note = s["note"] ? s["note"].as<std::string>() : "";
+    if (!read_file(st.source, &st.text))
+      throw Error(at("'" + st.name + "': cannot read " + st.source.string()));
+    st.text = inline_common(st.text, st.source);
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+bool strategy_applies(const Strategy& s, const Target& target, const std::string& backend) {
+  if (s.backend != backend) return false;
+  const json* in = first_tensor(target.args);
+  if (!in) return false;
+  if (!listed(s.applies.value("dtype", json()), in->value("dtype", ""))) return false;
+  const json* out = first_tensor(target.outputs);
+  if (out && !listed(s.applies.value("out_dtype", json()), out->value("dtype", ""))) return false;
+  // layout: one name or a list. "contiguous"/"nchw" need a row-major input; other
+  // layouts (channels_last) are left to the kernel's own run-time check.
+  json layouts = s.applies.value("layout", json());
+  if (layouts.is_string()) layouts = json::array({layouts});
+  if (layouts.is_array() && !layouts.empty()) {
+    bool ok = false;
+    for (const auto& l : layouts) {
+      const std::string name = l.is_string() ? l.get<std::string>() : "";
+      ok |= ((name == "contiguous" || name == "nchw") && contiguous(*in)) ||
+            (name != "contiguous" && name != "nchw");
+    }
+    if (!ok) return false;
+  }
+  // Extents and shape facts (signature_facts); a condition on a fact the op
+  // does not have fails, so a strategy is never tried where it cannot apply.
+  const SignatureFacts f = signature_facts(target);
+  const json& ap = s.applies;
+  if (!in_range(ap.value("row", json()), f.row) || !in_range(ap.value("plane", json()), f.plane) ||
+      !in_range(ap.value("slice", json()), f.slice) || !in_range(ap.value("groups", json()), f.groups))
+    return false;
+  if (ap.value("dim", "") == "last" && !f.dim_last) return false;
+  if (ap.value("reduce", "") == "trailing" && !f.reduce_trailing) return false;
+  if (ap.contains("training") && (!f.training || *f.training != ap["training"].get<bool>()))
+    return false;
+  return true;
+}
+
+std::vector<json> param_grid(const Strategy& s) {
+  std::vector<json> grid{json::object()};
+  for (const auto& [name, values] : s.params.items()) {
+    std::vector<json> next;
+    for (const auto& g : grid)
+      for (const auto& v : values) {
+        json x = g;
+        x[name] = v;
+        next.push_back(x);
+      }
+    grid = std::move(next);
+  }
+  return grid;
+}
+
+std::string instantiate(const Strategy& s, const json& params, const SignatureFacts& facts) {
+  std::string head = "// forge strategy " + s.name + "\n";
+  if (facts.dtypes) head += "#define FORGE_DTYPES " + std::to_string(facts.dtypes) + "\n";
+  for (const auto& [name, value] : params.items()) {
+    // "$row": the signature's row length, a compile-time constant the signature
+    // family keeps fixed. Unknown facts leave the template's default (0 = read
+    // the length at run time), which is always correct.
+    if (value.is_string() && value.get<std::string>().rfind("$", 0) == 0) {
+      if (value.get<std::string>() == "$row" && facts.row)
+        head += "#define FORGE_P_" + name + " " + std::to_string(*facts.row) + "\n";
+      continue;
+    }
+    head += "#define FORGE_P_" + name + " " +
+            (value.is_string() ? value.get<std::string>() : value.dump()) + "\n";
+  }
+  return head + s.text;
+}
+
+std::vector<mcts::Action> StrategyProposer::actions(const mcts::Tree& tree, mcts::NodeId parent,
+                                                   mcts::Rng&) {
+  std::set<std::string> seen;
+  for (const auto& n : tree.nodes()) seen.insert(n.key);
+  std::vector<mcts::Action> out;
+  auto add = [&](const Strategy& s, const json& p) {
+    mcts::Action a{"strategy", s.name, p, ""};
+    if (seen.insert(mcts::action_key(a)).second) out.push_back(a);
+  };
+  const mcts::Node& node = tree.node(parent);
+  if (parent == mcts::kRoot) {
+    for (const auto& s : m_strategies) add(s, param_grid(s).front());
+    for (const auto& s : m_strategies)
+      for (const auto& p : param_grid(s)) add(s, p);
+    return out;
+  }
+  for (const auto& s : m_strategies)
+    if (s.name == node.action.strategy)
+      for (const auto& p : param_neighbours(s, node.action.params)) add(s, p);
+  return out;
+}
+
+std::vector<json> param_neighbours(const Strategy& s, const json& params) {
+  std::vector<json> out;
+  for (const auto& [name, values] : s.params.items()) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i] != params.value(name, json())) continue;
+      for (long d : {-1L, 1L}) {
+        long j = static_cast<long>(i) + d;
+        if (j < 0 || j >= static_cast<long>(values.size())) continue;
+        json p = params;
+        p[name] = values[static_cast<size_t>(j)];
+        out.push_back(std::move(p));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace forge

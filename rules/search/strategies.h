@@ -1,0 +1,85 @@
+// The built-in strategy library (targets/<family>/strategies.yaml): for each op
+// family, parameterized kernel templates. "Strategy S with params P" is the
+// template's source with `#define FORGE_P_<NAME> <value>` lines put in front
+// (the templates keep defaults under #ifndef), so an instance is plain source,
+// content-addressed like any candidate.
+//
+// `applies:` is matched here on what the signature says for sure (input dtype,
+// output dtype, contiguous layout); every template checks its full assumptions
+// again at run time and returns nonzero outside them, which verification counts
+// as a failure.
+#pragma once
+
+#include <filesystem>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/mcts.h"
+#include "engine/target.h"
+#include "rules/evaluate/family.h"
+
+namespace forge {
+
+struct Strategy {
+  std::string name;
+  std::string backend;  // cpu | cuda
+  std::filesystem::path source;
+  std::string text;       // the template
+  nlohmann::json params;  // {NAME: [values...]} in file order
+  nlohmann::json applies;
+  std::string note;
+};
+
+// Strategies of `family` (beside its family.yaml). Throws forge::Error naming the
+// file for a malformed library.
+std::vector<Strategy> load_strategies(const Family& family);
+
+// Does `s` apply to `target` on `backend`?
+bool strategy_applies(const Strategy& s, const Target& target, const std::string& backend);
+
+// Every parameter combination of `s`, in file order (first values first).
+std::vector<nlohmann::json> param_grid(const Strategy& s);
+// The parameter sets one step away from `params`: one parameter moved to the
+// value before or after it in its list (the proposer's refinements of a node).
+std::vector<nlohmann::json> param_neighbours(const Strategy& s, const nlohmann::json& params);
+
+// The source of strategy `s` instantiated with `params`.
+// Shape facts of a target that `applies` conditions and "$row" params use:
+// row = the reduced row (softmax's dim, normalized_shape's product, mean's H·W),
+// plane = H·W (batch_norm, mean over trailing dims), slice = (C/group)·HxW and
+// groups = N·group (group_norm). Unset when the op has no such fact.
+struct SignatureFacts {
+  std::optional<int64_t> row, plane, slice, groups;
+  bool dim_last = false;         // softmax over the last dim
+  bool reduce_trailing = false;  // mean over the trailing dims
+  std::optional<bool> training;  // batch_norm
+  // FORGE_DTYPES (runtime/abi/forge_kernel.h): 1 << code of every float
+  // tensor's dtype among the arguments and outputs; 0 when the first input's
+  // or the first output's is unknown (every type).
+  unsigned dtypes = 0;
+};
+SignatureFacts signature_facts(const Target& target);
+
+std::string instantiate(const Strategy& s, const nlohmann::json& params,
+                        const SignatureFacts& facts = {});
+
+// Proposes strategy actions: at the root, each applicable strategy's first
+// parameter set, then the rest of every grid; under a node, the parameter sets
+// one step away from the node's (one parameter changed), so the tree refines.
+// Never proposes an action that is anywhere in the tree already.
+class StrategyProposer : public mcts::Proposer {
+ public:
+  explicit StrategyProposer(std::vector<Strategy> strategies) : m_strategies(std::move(strategies)) {}
+  std::vector<mcts::Action> actions(const mcts::Tree& tree, mcts::NodeId parent,
+                                    mcts::Rng& rng) override;
+  const std::vector<Strategy>& strategies() const { return m_strategies; }
+
+ private:
+  std::vector<Strategy> m_strategies;
+};
+
+}  // namespace forge

@@ -1,0 +1,73 @@
+// Compiling CUDA candidates for real with nvcc, for sm_90a: a trivial .cu
+// candidate (and a broken one) in one ninja run, and every shipped CUDA
+// template's first instance. Needs nvcc, not a GPU: the gpu tier
+// (CMakeLists.txt), run where the CUDA toolkit is (the H200: docs/PERF.md);
+// skipped visibly without nvcc.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "rules/evaluate/compile.h"
+#include "tests/rules/evaluate/compile_world.h"
+#include "tests/support.h"
+
+namespace forge {
+using test::World;
+
+TEST_SUITE_BEGIN("rules::CompileCuda");
+
+TEST_CASE("a .cu candidate compiles for sm_90a with nvcc") {
+  World w;
+  if (w.ctx->toolchain.nvcc.empty()) {
+    MESSAGE(
+        "SKIPPED (no nvcc on this machine): " << doctest::getContextOptions()->currentTest->m_name);
+    return;
+  }
+  const std::string cu =
+      "#include \"forge_kernel.h\"\n"
+      "__global__ void twice(float* o, const float* i, long n) {\n"
+      "  long t = blockIdx.x * (long)blockDim.x + threadIdx.x;\n"
+      "  if (t < n) o[t] = 2 * i[t];\n"
+      "}\n"
+      "extern \"C\" int forge_kernel(const forge_call* c) {\n"
+      "  long n = c->inputs[0].sizes[0];\n"
+      "  twice<<<(n + 255) / 256, 256, 0, (cudaStream_t)c->stream>>>(\n"
+      "      (float*)c->outputs[0].data, (const float*)c->inputs[0].data, n);\n"
+      "  return cudaGetLastError() == cudaSuccess ? 0 : 1;\n"
+      "}\n";
+  auto r = w.compile({{"twice.cu", cu, CandidateLang::Cuda},
+                      {"broken.cu", "__global__ void k() { nope(); }\n", CandidateLang::Cuda}},
+                     {.cuda_arch = "sm_90a"});
+  CHECK(w.runner.ninja_runs == 1);
+  REQUIRE_MESSAGE(r[0].ok, r[0].log);
+  MESSAGE("nvcc compile of a trivial .cu candidate for sm_90a: " << r[0].seconds << " s");
+  CHECK(r[1].reason == "compile_error");
+  CHECK(r[1].log.find("candidate.cu(1)") != std::string::npos);
+  // The device code is sm_90a SASS.
+  Command c;
+  c.argv = {"sh", "-c", "cuobjdump --list-elf '" + r[0].so_path.string() + "'"};
+  c.env["PATH"] = forge_path_env() + ":/usr/local/cuda/bin";
+  CommandResult listed = make_process_runner()->run(c);
+  if (listed.ok())
+    CHECK(listed.out.find("sm_90a") != std::string::npos);
+  else  // no cuobjdump: the device link line nvcc embeds names the arch
+    CHECK(test::read_text(r[0].so_path).find("-arch sm_90a") != std::string::npos);
+}
+
+// The CUDA half of test_compile.cpp's "every shipped template's first instance":
+// the static check runs there (unit tier), the compile here.
+TEST_CASE("every shipped CUDA template's first instance compiles for sm_90a") {
+  World w;
+  if (w.ctx->toolchain.nvcc.empty()) {
+    MESSAGE(
+        "SKIPPED (no nvcc on this machine): " << doctest::getContextOptions()->currentTest->m_name);
+    return;
+  }
+  const auto cuda = test::first_instances(CandidateLang::Cuda);
+  REQUIRE(cuda.size() >= 10);
+  auto rs = w.compile(cuda, {.cuda_arch = "sm_90a"});
+  for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, cuda[i].name << ": " << rs[i].log);
+}
+
+TEST_SUITE_END();
+}  // namespace forge

@@ -1,0 +1,137 @@
+// Op families (targets/<family>/family.yaml): the shipped files load, YAML
+// becomes typed JSON, ops resolve to their family, and every malformed file is
+// an error that names the file and, where known, the line.
+#include <doctest/doctest.h>
+
+#include "rules/evaluate/family.h"
+#include "tests/support.h"
+#include "util/error.h"
+#include "util/hash.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("rules::Family");
+
+namespace {
+
+const char* kGood =
+    "name: pool\n"
+    "ops: [mean.dim, _adaptive_avg_pool2d]\n"
+    "verify:\n"
+    "  edge_sizes: [1, 3]\n"
+    "  ranges: [[-3, 3.5]]\n"
+    "  seeds: 2\n"
+    "  specials: [neg_inf_row]\n"
+    "tolerance:\n"
+    "  float32: {atol: 1.0e-6, rtol: 1e-5}\n"
+    "cost: {reads: [0], writes: [0], note: 'quoted 12', flag: true, nothing: ~}\n";
+
+// Writes `text` as <root>/<folder>/family.yaml and returns its path.
+fs::path put(const test::TempDir& dir, const std::string& folder, const std::string& text) {
+  fs::path p = dir / folder / "family.yaml";
+  test::write_text(p, text);
+  return p;
+}
+
+std::string error_of(const fs::path& file) {
+  try {
+    load_family(file);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the shipped softmax family loads and covers _softmax") {
+  auto families = load_families(default_targets_dir());
+  auto f = find_family(families, "_softmax");
+  REQUIRE(f.has_value());
+  CHECK(f->name == "softmax");
+  CHECK(f->spec["tolerance"]["float32"]["atol"].get<double>() == doctest::Approx(1e-6));
+  CHECK(f->spec["verify"]["ranges"][1] == json::array({-100, 100}));
+  CHECK(f->digest == sha256_hex(test::read_text(f->path)));
+  CHECK_FALSE(find_family(families, "no_such_op").has_value());
+}
+
+TEST_CASE("YAML scalars become typed JSON; quoted ones stay strings") {
+  test::TempDir dir;
+  Family f = load_family(put(dir, "pool", kGood));
+  CHECK(f.ops == std::vector<std::string>{"mean.dim", "_adaptive_avg_pool2d"});
+  const json& s = f.spec;
+  CHECK(s["verify"]["edge_sizes"] == json::array({1, 3}));
+  CHECK(s["verify"]["edge_sizes"][0].is_number_integer());
+  CHECK(s["verify"]["ranges"][0][1].get<double>() == 3.5);
+  CHECK(s["tolerance"]["float32"]["rtol"].get<double>() == doctest::Approx(1e-5));
+  CHECK(s["cost"]["note"] == "quoted 12");
+  CHECK(s["cost"]["flag"] == true);
+  CHECK(s["cost"]["nothing"].is_null());
+  CHECK(s["verify"]["specials"] == json::array({"neg_inf_row"}));
+}
+
+TEST_CASE("ops resolve exactly, then by name without the overload") {
+  test::TempDir dir;
+  put(dir, "pool", kGood);
+  put(dir, "norm",
+      "name: norm\nops: [native_layer_norm]\ntolerance: {float32: {atol: 0, rtol: 0}}\n");
+  auto families = load_families(dir.path());
+  REQUIRE(families.size() == 2);
+  CHECK(families[0].name == "norm");  // sorted
+  CHECK(find_family(families, "mean.dim")->name == "pool");
+  CHECK(find_family(families, "native_layer_norm.out")->name == "norm");
+  CHECK_FALSE(find_family(families, "mean").has_value());  // "mean.dim" does not cover all of mean
+}
+
+TEST_CASE("two families claiming one op is an error naming both files") {
+  test::TempDir dir;
+  put(dir, "a", "name: a\nops: [_softmax]\ntolerance: {float32: {atol: 0, rtol: 0}}\n");
+  put(dir, "b", "name: b\nops: [_softmax]\ntolerance: {float32: {atol: 0, rtol: 0}}\n");
+  try {
+    load_families(dir.path());
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == (dir / "b" / "family.yaml").string() +
+                                       ": op '_softmax' is already covered by " +
+                                       (dir / "a" / "family.yaml").string());
+  }
+}
+
+TEST_CASE("malformed family files name the file and the place") {
+  test::TempDir dir;
+  const std::string tol = "tolerance: {float32: {atol: 0, rtol: 0}}\n";
+  auto expect = [&](const std::string& folder, const std::string& text, const std::string& msg) {
+    fs::path p = put(dir, folder, text);
+    CHECK(error_of(p) == p.string() + msg);
+  };
+  expect("s1", "name: s1\nops: [a\n", ":3:1: end of sequence flow not found");
+  expect("s2", "- just a list\n",
+         ": a family file is a mapping (name, ops, verify, tolerance, cost)");
+  expect("s3", "ops: [x]\n" + tol, ": missing 'name' (the family's name, e.g. softmax)");
+  expect("s4", "name: other\nops: [x]\n" + tol, ":1:7: name 'other' differs from its folder 's4'");
+  expect("s5", "name: s5\n" + tol,
+         ": missing 'ops' (the backend ops this family covers, e.g. [_softmax])");
+  expect("s6", "name: s6\nops: []\n" + tol,
+         ":2:6: 'ops' must be a non-empty list of backend op names");
+  expect("s7", "name: s7\nops: [x]\n", ": missing 'tolerance' (per dtype: {atol, rtol})");
+  expect("s8", "name: s8\nops: [x]\ntolerance: {float33: {atol: 0, rtol: 0}}\n",
+         ":3:13: unknown dtype 'float33' in 'tolerance'");
+  expect("s9", "name: s9\nops: [x]\ntolerance: {float32: {atol: 0}}\n",
+         ":3:22: tolerance.float32 needs 'rtol'");
+  expect("s10", "name: s10\nops: [x]\ntolerance: {float32: {atol: -1, rtol: 0}}\n",
+         ":3:29: tolerance.float32.atol must be a non-negative number");
+  expect("s11", "name: s11\nops: [x]\n" + tol + "verify: {edge_sizes: [1, 0]}\n",
+         ":4:26: verify.edge_sizes entries must be positive integers");
+  expect("s12", "name: s12\nops: [x]\n" + tol + "verify: {ranges: [[3, -3]]}\n",
+         ":4:19: verify.ranges entries must be [low, high] with low < high");
+  expect("s13", "name: s13\nops: [x]\n" + tol + "cost: 5\n", ":4:7: 'cost' must be a mapping");
+  expect("s14", "name: s14\nops: [x]\n" + tol + "verify: {max_declined: 1.5}\n",
+         ":4:24: verify.max_declined must be a share of the cases, 0 to 1");
+  fs::path missing = dir / "nope" / "family.yaml";
+  CHECK(error_of(missing) == missing.string() + ": cannot read the file");
+}
+
+TEST_SUITE_END();
+}  // namespace forge

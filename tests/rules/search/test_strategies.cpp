@@ -1,0 +1,318 @@
+#include <doctest/doctest.h>
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "rules/evaluate/compile.h"
+#include "rules/evaluate/family.h"
+#include "rules/search/strategies.h"
+#include "util/error.h"
+#include "util/process.h"
+#include "runtime/abi/forge_kernel.h"
+#include "tests/support.h"
+
+namespace forge {
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("rules::Strategies");
+
+namespace {
+Strategy make(std::string name, json params) {
+  Strategy s;
+  s.name = std::move(name);
+  s.backend = "cpu";
+  s.params = std::move(params);
+  s.applies = {{"dtype", {"float32"}}, {"layout", "contiguous"}};
+  s.text = "int forge_kernel();\n";
+  return s;
+}
+Target softmax_target(std::vector<long> strides) {
+  Target t;
+  t.args = json::array({{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {4, 8}},
+                         {"strides", strides}}});
+  t.outputs = json::array({{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {4, 8}},
+                            {"strides", {8, 1}}}});
+  return t;
+}
+}  // namespace
+
+TEST_CASE("every shipped strategy library loads and its sources exist") {
+  for (const auto& f : load_families(default_targets_dir())) {
+    auto strategies = load_strategies(f);
+    for (const auto& s : strategies) {
+      CHECK_FALSE(s.text.empty());
+      CHECK((s.backend == "cpu" || s.backend == "cuda"));
+      CHECK_FALSE(param_grid(s).empty());
+    }
+  }
+}
+
+// targets/_common/: templates share helper blocks, inlined when loaded so
+// that each candidate stays one self-contained source.
+TEST_CASE("a template's #include \"../_common/NAME\" line becomes that file's text; a missing one names the line") {
+  test::TempDir dir;
+  test::write_text(dir / "fam" / "family.yaml",
+                   "name: fam\nops: [_softmax]\ntolerance: {float32: {atol: 0, rtol: 0}}\n");
+  test::write_text(dir / "fam" / "strategies.yaml",
+                   "strategies:\n  - {name: k, backend: cpu, source: k.cpp}\n");
+  test::write_text(dir / "_common" / "helpers.h", "int helper() { return 1; }\n");
+  test::write_text(dir / "fam" / "k.cpp",
+                   "// k\n#include \"../_common/helpers.h\"  // shared\nint forge_kernel() { return helper(); }\n");
+  auto families = load_families(dir.path());
+  REQUIRE(families.size() == 1);  // _common has no family.yaml: not a family
+  auto strategies = load_strategies(families[0]);
+  REQUIRE(strategies.size() == 1);
+  CHECK(strategies[0].text == "// k\nint helper() { return 1; }\nint forge_kernel() { return helper(); }\n");
+
+  // A shared block may include another; a cycle is an error, not a hang.
+  test::write_text(dir / "_common" / "outer.h", "#include \"../_common/helpers.h\"\nint outer() { return helper(); }\n");
+  test::write_text(dir / "fam" / "k.cpp", "#include \"../_common/outer.h\"\n");
+  CHECK(load_strategies(families[0])[0].text == "int helper() { return 1; }\nint outer() { return helper(); }\n");
+  test::write_text(dir / "_common" / "loop.h", "#include \"../_common/loop.h\"\n");
+  test::write_text(dir / "fam" / "k.cpp", "#include \"../_common/loop.h\"\n");
+  CHECK_THROWS_WITH_AS(load_strategies(families[0]), doctest::Contains("nested more than 4 deep"), Error);
+
+  test::write_text(dir / "fam" / "k.cpp", "// k\n\n#include \"../_common/missing.h\"\n");
+  try {
+    load_strategies(families[0]);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find((dir / "fam" / "k.cpp").string() + ":3: cannot read the shared block") == 0);
+  }
+}
+
+TEST_CASE("the shipped templates load with their shared blocks inlined") {
+  for (const auto& f : load_families(default_targets_dir()))
+    for (const auto& s : load_strategies(f)) {
+      CHECK(s.text.find("../_common/") == std::string::npos);
+      const bool cuda = s.backend == "cuda";
+      CHECK(s.text.find(cuda ? "/* ---- common device helpers" : "/* ---- ISA selection") != std::string::npos);
+    }
+}
+
+// bench/templates/template_text.py is inline_common in Python, for scripts that
+// run without a forge build (the CPU bench, the GPU probes): it must write the
+// very text forge loads, or a probe measures another kernel than the search.
+TEST_CASE("template_text.py writes each shipped template exactly as forge loads it") {
+  auto runner = make_process_runner();
+  const auto script = std::filesystem::path(FORGE_TEST_DIR).parent_path() / "bench" / "templates" / "template_text.py";
+  int checked = 0;
+  for (const auto& f : load_families(default_targets_dir()))
+    for (const auto& s : load_strategies(f)) {
+      Command c;
+      c.argv = {"python3", script.string(), s.source.string()};
+      c.timeout_seconds = 60;
+      CommandResult r = runner->run(c);
+      INFO(s.source.string() << ": " << r.describe() << " " << r.err);
+      REQUIRE(r.ok());
+      CHECK(r.out == s.text);
+      ++checked;
+    }
+  CHECK(checked >= 20);
+}
+
+TEST_CASE("instances are the template with #defines in front; grids are complete") {
+  Strategy s = make("rows", {{"VEC", {8, 16}}, {"UNROLL", {1, 2, 4}}});
+  CHECK(param_grid(s).size() == 6);
+  CHECK(param_grid(s).front() == json{{"UNROLL", 1}, {"VEC", 8}});
+  std::string src = instantiate(s, {{"VEC", 16}, {"UNROLL", 2}});
+  CHECK(src == "// forge strategy rows\n#define FORGE_P_UNROLL 2\n#define FORGE_P_VEC 16\n"
+               "int forge_kernel();\n");
+}
+
+TEST_CASE("an instance compiles only the dtypes of the signature's tensors (FORGE_DTYPES)") {
+  Strategy s = make("rows", {{"VEC", {8}}});
+  Target t = softmax_target({8, 1});
+  t.args[0]["dtype"] = "bfloat16";
+  CHECK(signature_facts(t).dtypes == ((1u << 3) | (1u << 0)));  // bf16 in, fp32 out
+  CHECK(instantiate(s, {{"VEC", 8}}, signature_facts(t)) ==
+        "// forge strategy rows\n#define FORGE_DTYPES 9\n#define FORGE_P_VEC 8\nint forge_kernel();\n");
+  t.outputs = json::array();  // output dtype unknown: every type stays compiled in
+  CHECK(signature_facts(t).dtypes == 0);
+  t.args[0]["dtype"] = "int64";
+  t.outputs = softmax_target({8, 1}).outputs;
+  CHECK(signature_facts(t).dtypes == 0);
+  // Every tensor's type, not the first two alone: autocast's bf16 input with
+  // float32 weights, a float16 tensor in a Tensor[] argument.
+  t = softmax_target({8, 1});
+  t.args[0]["dtype"] = "bfloat16";
+  t.outputs[0]["dtype"] = "bfloat16";
+  t.args.push_back({{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {8}}, {"strides", {1}}});
+  CHECK(signature_facts(t).dtypes == ((1u << 3) | (1u << 0)));
+  t.args.push_back({{"type", "Tensor[]"}, {"value", {{{"type", "Tensor"}, {"dtype", "float16"}}}}});
+  CHECK(signature_facts(t).dtypes == ((1u << 3) | (1u << 2) | (1u << 0)));
+}
+
+TEST_CASE("applies: dtype, output dtype and layout") {
+  Strategy s = make("rows", json::object());
+  CHECK(strategy_applies(s, softmax_target({8, 1}), "cpu"));
+  CHECK_FALSE(strategy_applies(s, softmax_target({1, 4}), "cpu"));  // transposed
+  CHECK_FALSE(strategy_applies(s, softmax_target({8, 1}), "cuda"));
+  Target half = softmax_target({8, 1});
+  half.args[0]["dtype"] = "float16";
+  CHECK_FALSE(strategy_applies(s, half, "cpu"));
+}
+
+TEST_CASE("applies: batch_norm's strategies take inference calls only (training is a YAML boolean)") {
+  Target t;
+  t.op = "native_batch_norm";
+  json x = {{"type", "Tensor"}, {"dtype", "bfloat16"}, {"sizes", {64, 256, 56, 56}},
+            {"strides", {802816, 3136, 56, 1}}};
+  json c = {{"type", "Tensor"}, {"dtype", "bfloat16"}, {"sizes", {256}}, {"strides", {1}}};
+  t.args = json::array({x, c, c, c, c, {{"type", "bool"}, {"value", false}},
+                        {{"type", "float"}, {"value", 0.1}}, {{"type", "float"}, {"value", 1e-5}}});
+  t.outputs = json::array({x});
+  int cuda = 0, cpu = 0;
+  for (const auto& f : load_families(default_targets_dir()))
+    if (f.name == "batch_norm")
+      for (const auto& s : load_strategies(f)) {
+        cuda += strategy_applies(s, t, "cuda");
+        cpu += strategy_applies(s, t, "cpu");
+      }
+  CHECK(cuda == 2);
+  CHECK(cpu == 2);
+  t.args[5]["value"] = true;
+  for (const auto& f : load_families(default_targets_dir()))
+    if (f.name == "batch_norm")
+      for (const auto& s : load_strategies(f)) CHECK_FALSE(strategy_applies(s, t, "cuda"));
+}
+
+TEST_CASE("param_neighbours: one parameter moved one step along its list") {
+  Strategy s;
+  s.name = "k";
+  s.params = json{{"A", {1, 2, 3}}, {"B", {8, 16}}};
+  auto n = param_neighbours(s, json{{"A", 2}, {"B", 8}});
+  REQUIRE(n.size() == 3);
+  CHECK(n[0] == json{{"A", 1}, {"B", 8}});
+  CHECK(n[1] == json{{"A", 3}, {"B", 8}});
+  CHECK(n[2] == json{{"A", 2}, {"B", 16}});
+  CHECK(param_neighbours(s, json{{"A", 1}, {"B", 16}}).size() == 2);  // ends of both lists
+}
+
+TEST_CASE("the proposer starts with each strategy's defaults, then refines one step at a time") {
+  std::vector<Strategy> lib{make("a", {{"X", {1, 2, 3}}}), make("b", {{"Y", {7}}})};
+  StrategyProposer p(lib);
+  mcts::Tree tree;
+  mcts::Rng rng(0);
+  auto root = p.actions(tree, mcts::kRoot, rng);
+  REQUIRE(root.size() == 4);  // a{X:1}, b{Y:7}, then a{X:2}, a{X:3}
+  CHECK(root[0].strategy == "a");
+  CHECK(root[1].strategy == "b");
+  CHECK(root[2].params == json{{"X", 2}});
+  mcts::Search search(tree, p);
+  auto node = search.begin_expansion({mcts::kRoot, mcts::Action{"strategy", "a", {{"X", 2}}, ""}});
+  mcts::Outcome ok;
+  ok.status = mcts::Outcome::Status::Ok;
+  ok.speedup = 1.5;
+  search.complete(node, ok);
+  auto children = p.actions(tree, node, rng);
+  REQUIRE(children.size() == 2);  // X:1 and X:3; never X:2 again
+  CHECK(children[0].params == json{{"X", 1}});
+  CHECK(children[1].params == json{{"X", 3}});
+}
+
+namespace {
+uint16_t to_bf16(float f) {  // round to nearest even
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+forge_tensor tensor_1d(void* data, int64_t n) {
+  forge_tensor t{};
+  t.data = data, t.sizes[0] = n, t.strides[0] = 1, t.ndim = 1, t.dtype = FORGE_BFLOAT16;
+  return t;
+}
+
+// Stock CPU batch_norm returns its saved statistics empty in eval mode, and a
+// bf16 signature's instance compiles only the signature's dtypes (FORGE_DTYPES):
+// the empty outputs' dtype must not need float32 (it did, and every call fell
+// back), and autocast's float32 parameters beside a bf16 input must be in the
+// instance (they were not: only the first input's and output's types were).
+void check_cpu_batch_norm_bf16(bool fp32_params) {
+  const Strategy* plane = nullptr;
+  std::vector<Strategy> strategies;
+  for (const auto& f : load_families(default_targets_dir()))
+    if (f.name == "batch_norm") strategies = load_strategies(f);
+  for (const auto& s : strategies)
+    if (s.name == "plane_affine") plane = &s;
+  REQUIRE(plane);
+  const int64_t N = 2, C = 3, HW = 5;  // [2, 3, 5, 1]
+  const std::string p_type = fp32_params ? "float32" : "bfloat16";
+  auto record = [](const std::string& dtype, std::vector<long> sizes, std::vector<long> strides) {
+    return json{{"type", "Tensor"}, {"dtype", dtype}, {"sizes", sizes}, {"strides", strides}};
+  };
+  Target target;
+  target.op = "native_batch_norm";
+  target.args = json::array({record("bfloat16", {N, C, HW, 1}, {C * HW, HW, 1, 1})});
+  for (int i = 0; i < 4; ++i) target.args.push_back(record(p_type, {C}, {1}));
+  target.outputs = json::array({record("bfloat16", {N, C, HW, 1}, {C * HW, HW, 1, 1}),
+                                record("bfloat16", {0}, {1}), record("bfloat16", {0}, {1})});
+  const SignatureFacts facts = signature_facts(target);
+  CHECK(facts.dtypes == ((1u << FORGE_BFLOAT16) | (fp32_params ? 1u << FORGE_FLOAT32 : 0u)));
+  test::TempDir tmp;
+  test::write_text(tmp / "candidate.cpp", instantiate(*plane, param_grid(*plane).front(), facts));
+  Command compile;
+  compile.argv = compile_flags(CandidateLang::Cpp, "");
+  for (std::string a : {(tmp / "candidate.cpp").string(), std::string("-o"), (tmp / "candidate.so").string()})
+    compile.argv.push_back(a);
+  compile.timeout_seconds = 120;
+  const CommandResult built = make_process_runner()->run(compile);
+  REQUIRE_MESSAGE(built.ok(), built.err);
+  // Closed on every exit, a failed REQUIRE's too.
+  std::unique_ptr<void, int (*)(void*)> lib(dlopen((tmp / "candidate.so").c_str(), RTLD_NOW | RTLD_LOCAL), dlclose);
+  REQUIRE_MESSAGE(lib, dlerror());
+  void* entry = dlsym(lib.get(), "forge_kernel");
+  REQUIRE(entry);
+  auto kernel = reinterpret_cast<int (*)(const forge_call*)>(entry);
+
+  std::vector<uint16_t> x(N * C * HW), y(x.size(), 0x7fc0);  // y: NaN
+  std::vector<float> p(4 * C);                                // w, b, rm, rv as float32 values
+  for (size_t i = 0; i < x.size(); ++i) x[i] = to_bf16(0.37f * static_cast<float>(i % 11) - 1.5f);
+  for (int64_t c = 0; c < C; ++c) {
+    // Exact in bf16 too, so both storages give the same reference.
+    p[c] = 0.5f + c, p[C + c] = 0.25f * c - 0.5f, p[2 * C + c] = 0.125f * c, p[3 * C + c] = 0.75f + c;
+  }
+  std::vector<uint16_t> p16(p.size());
+  for (size_t i = 0; i < p.size(); ++i) p16[i] = to_bf16(p[i]);
+  forge_tensor in[5] = {};
+  for (int i = 0; i < 4; ++i) {
+    in[1 + i] = fp32_params ? tensor_1d(p.data() + i * C, C) : tensor_1d(p16.data() + i * C, C);
+    if (fp32_params) in[1 + i].dtype = FORGE_FLOAT32;
+  }
+  forge_tensor out[3] = {{}, tensor_1d(nullptr, 0), tensor_1d(nullptr, 0)};  // saves empty, as stock's
+  const int64_t sizes[4] = {N, C, HW, 1}, strides[4] = {C * HW, HW, 1, 1};
+  for (forge_tensor* t : {&in[0], &out[0]}) {
+    t->ndim = 4, t->dtype = FORGE_BFLOAT16;
+    std::memcpy(t->sizes, sizes, sizeof sizes);
+    std::memcpy(t->strides, strides, sizeof strides);
+  }
+  in[0].data = x.data(), out[0].data = y.data();
+  forge_scalar scalars[3] = {};
+  scalars[0].kind = FORGE_ARG_BOOL;  // training = false
+  scalars[1].kind = FORGE_ARG_FLOAT, scalars[1].f = 0.1;
+  scalars[2].kind = FORGE_ARG_FLOAT, scalars[2].f = 1e-5;
+  const forge_call call{in, 5, out, 3, scalars, 3, nullptr, 0, nullptr};
+  REQUIRE(kernel(&call) == 0);
+  for (int64_t i = 0; i < N * C * HW; ++i) {
+    const int64_t c = i / HW % C;
+    const float ref = (from_bf16(x[i]) - p[2 * C + c]) / std::sqrt(p[3 * C + c] + 1e-5f) * p[c] + p[C + c];
+    CHECK(std::fabs(from_bf16(y[i]) - ref) <= 0.01f * std::fabs(ref) + 0.02f);  // bf16: 8 bits of mantissa
+  }
+}
+}  // namespace
+
+TEST_CASE("a CPU batch_norm instance for a bf16 signature runs stock's eval calls, empty saves and all") {
+  SUBCASE("bf16 parameters") { check_cpu_batch_norm_bf16(false); }
+  SUBCASE("float32 parameters (autocast)") { check_cpu_batch_norm_bf16(true); }
+}
+
+TEST_SUITE_END();
+}  // namespace forge
