@@ -1,5 +1,5 @@
 // Device timing for the capture library, behind a small interface so that the
-// recorder (capture.cpp) does not care how device time is measured.
+// recorder (recorder.cpp) does not care how device time is measured.
 //
 // CPU backend ops are timed by the recorder itself (steady_clock wall time
 // between the RecordFunction start and end callbacks, minus the recorder's own
