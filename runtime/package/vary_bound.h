@@ -12,7 +12,7 @@
 // only: the signature as captured, never any other size.
 //
 // The signature-family rule is written in several places today, not unified:
-// the worker's cases (runtime/worker/op_args.cpp, plan_cases: which extents
+// the worker's cases (runtime/worker/cases.cpp, plan_cases: which extents
 // are verified; the worker's verify record reports vary_max), libforge.so's guard (runtime/package/
 // override.cpp, matches(), which calls within_verified below), and its
 // Python mirror for torch.compile (runtime/autoload/forge_autoload/

@@ -60,7 +60,7 @@ def _within_verified(entry, extent):
     bound of the package guard; its C++ twin is within_verified in
     runtime/package/vary_bound.h (libforge.so's guard, override.cpp), whose
     comment names the other places the signature-family rule is written
-    (runtime/worker/op_args.cpp verifies the extents). Below 1 never: an
+    (runtime/worker/cases.cpp verifies the extents). Below 1 never: an
     empty batch goes to stock."""
     bounds = _vary_bounds(entry)
     if len(extent) != len(bounds):

@@ -1,0 +1,336 @@
+// The worker's case planning (cases.h): the plans in protocol order, and the
+// inputs of each.
+#ifndef NDEBUG
+#error "build with -DNDEBUG against the release wheel (docs/CAPTURE.md, the RecordFunction pitfall)"
+#endif
+
+#include "cases.h"
+
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+#include "op_args_detail.h"
+
+namespace forge::worker {
+namespace {
+
+using detail::bad;
+using detail::contiguous;
+using detail::distinct_view;
+using detail::dtype_text;
+using detail::extent_bytes;
+using detail::fmt;
+
+// The c10::IValue of a non-tensor argument.
+c10::IValue scalar_ivalue(const ArgSpec& a) {
+  switch (a.kind) {
+    case ArgKind::None: return c10::IValue();
+    case ArgKind::Int: return c10::IValue(a.i);
+    case ArgKind::Float: return c10::IValue(a.f);
+    case ArgKind::Bool: return c10::IValue(a.i != 0);
+    case ArgKind::IntList: return c10::IValue(a.ints);
+    case ArgKind::Dtype: return c10::IValue(static_cast<c10::ScalarType>(a.i));
+    default: bad("argument " + a.name + " (" + a.type + ") cannot be rebuilt");
+  }
+}
+
+void fill_random(const at::Tensor& target, double lo, double hi, uint64_t seed, const Family& family) {
+  if (!target.defined() || target.numel() == 0) return;
+  at::Tensor t = distinct_view(target);
+  at::Generator gen = at::globalContext().defaultGenerator(t.device());
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(seed);
+  }
+  if (at::isFloatingType(t.scalar_type())) {
+    t.uniform_(lo, hi, gen);
+  } else if (t.scalar_type() == c10::ScalarType::Bool) {
+    t.random_(0, 2, gen);
+  } else {
+    int64_t a = family.int_range.first, b = family.int_range.second;
+    if (b <= a) b = a + 1;
+    t.random_(a, b, gen);
+  }
+}
+
+std::string resolve_sample_path(const json& entry, const std::string& samples_dir) {
+  std::string file = entry["file"].get<std::string>();
+  if (!file.empty() && file[0] == '/') return file;
+  if (samples_dir.empty()) bad("sample file \"" + file + "\" is relative and the request has no \"samples_dir\"");
+  return samples_dir + "/" + file;
+}
+
+// The per-arg entries of sample k: an array, or the capture's {"inputs": [...]}.
+const json& sample_entries(const json& samples, int k) {
+  const json& s = samples.at(k);
+  if (s.is_object() && s.contains("inputs")) return s["inputs"];
+  return s;
+}
+
+void load_sample(at::Tensor& target, const ArgSpec& a, const json& entry, const std::string& samples_dir) {
+  std::string path = resolve_sample_path(entry, samples_dir);
+  int64_t numel = c10::multiply_integers(a.sizes);
+  int64_t bytes = numel * static_cast<int64_t>(c10::elementSize(a.dtype));
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) bad("cannot read sample file " + path);
+  int64_t size = static_cast<int64_t>(in.tellg());
+  if (size != bytes)
+    bad("sample file " + path + " has " + std::to_string(size) + " bytes, expected " + std::to_string(bytes) +
+        " for " + dtype_text(a.dtype) + c10::str(c10::IntArrayRef(a.sizes)));
+  in.seekg(0);
+  at::Tensor host = at::empty(a.sizes, at::TensorOptions().dtype(a.dtype).device(c10::kCPU));
+  if (bytes > 0 && !in.read(static_cast<char*>(host.data_ptr()), bytes)) bad("cannot read sample file " + path);
+  at::Tensor dst = distinct_view(target);
+  at::Tensor src = host;
+  for (int64_t d = 0; d < target.dim(); ++d)
+    if (target.stride(d) == 0 && target.size(d) > 1) src = src.narrow(d, 0, 1);
+  dst.copy_(src);
+}
+
+// Selects row `r` of t along `dim` (a 1-D view).
+at::Tensor row_view(const at::Tensor& t, int64_t dim, int64_t r) {
+  at::Tensor v = t.movedim(dim, -1);
+  // Unravel r over the leading dims (row-major).
+  std::vector<int64_t> idx(static_cast<size_t>(std::max<int64_t>(v.dim() - 1, 0)));
+  for (int64_t d = v.dim() - 2; d >= 0; --d) {
+    idx[static_cast<size_t>(d)] = r % v.size(d);
+    r /= v.size(d);
+  }
+  for (size_t d = 0; d < idx.size(); ++d) v = v.select(0, idx[d]);
+  return v;
+}
+
+void apply_special(Case& c, const std::string& special) {
+  // The first floating tensor input, along the op's "dim" argument (else the last dim).
+  int target = -1;
+  for (size_t i = 0; i < c.specs.size(); ++i)
+    if (c.specs[i].kind == ArgKind::Tensor && at::isFloatingType(c.specs[i].dtype)) {
+      target = static_cast<int>(i);
+      break;
+    }
+  if (target < 0) return;
+  at::Tensor t = c.buffers[static_cast<size_t>(target)].t;
+  if (t.dim() == 0 || t.numel() == 0) return;
+  int64_t dim = t.dim() - 1;
+  for (const auto& a : c.specs)
+    if (a.name == "dim" && a.kind == ArgKind::Int) dim = c10::maybe_wrap_dim(a.i, t.dim());
+  int64_t rows = t.numel() / t.size(dim);
+  int64_t mid = rows / 2;
+  const double inf = std::numeric_limits<double>::infinity();
+  if (special == "neg_inf_row") {
+    row_view(t, dim, mid).fill_(-inf);
+    if (rows >= 2) {
+      // A masked row too (every other element -inf), as attention masks make.
+      at::Tensor r0 = row_view(t, dim, mid == 0 ? 1 : 0);
+      r0.slice(0, 0, r0.size(0), 2).fill_(-inf);
+    }
+  } else if (special == "pos_inf") {
+    at::Tensor r = row_view(t, dim, mid);
+    r.select(0, r.size(0) / 2).fill_(inf);
+  } else if (special == "nan") {
+    at::Tensor r = row_view(t, dim, mid);
+    r.select(0, r.size(0) / 3).fill_(std::numeric_limits<double>::quiet_NaN());
+  } else if (special == "mostly_neg_inf_row") {
+    // All but one element of the middle row -inf.
+    at::Tensor r = row_view(t, dim, mid);
+    r.fill_(-inf);
+    r.select(0, r.size(0) - 1).fill_(0.5);
+  } else if (special == "causal") {
+    // Row r keeps its first r+1 elements (an attention mask), wrapping at the row length.
+    const int64_t len = t.size(dim);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t keep = r % len + 1;
+      if (keep < len) row_view(t, dim, r).slice(0, keep, len).fill_(-inf);
+    }
+  }
+}
+
+// The specials apply_special knows.
+bool known_special(const std::string& s) {
+  return s == "neg_inf_row" || s == "pos_inf" || s == "nan" || s == "mostly_neg_inf_row" || s == "causal";
+}
+
+// The extents a varying dim is verified at (the package trusts the kernel up
+// to the largest): every size 1..64, the powers of two from 128 and one each
+// side up to the largest, max(4x the captured extent, 64); the family's own
+// edge_sizes too. Sizes whose tensor would exceed max(4x captured, 64 MiB)
+// are left out, so a huge captured slice is not multiplied 64 times.
+std::vector<int64_t> sweep_sizes(const ArgSpec& a, int64_t dim, const std::vector<int64_t>& edge_sizes,
+                                 std::vector<std::string>& notes) {
+  const int64_t captured = a.sizes[static_cast<size_t>(dim)];
+  const int64_t elem = static_cast<int64_t>(c10::elementSize(a.dtype));
+  int64_t numel = 1;
+  for (int64_t s : a.sizes) numel *= s;
+  const int64_t per_slice = captured > 0 ? numel / captured * elem : elem;
+  const int64_t budget = std::max<int64_t>(4 * numel * elem, int64_t(64) << 20);
+  const int64_t largest = std::max<int64_t>(4 * captured, 64);
+  std::vector<int64_t> sizes;
+  for (int64_t s = 1; s <= 64; ++s) sizes.push_back(s);
+  for (int64_t b = 128; b <= largest; b *= 2) {
+    sizes.push_back(b - 1);
+    sizes.push_back(b);
+    if (b + 1 <= largest) sizes.push_back(b + 1);
+  }
+  sizes.push_back(largest);
+  for (int64_t s : edge_sizes) sizes.push_back(s);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::vector<int64_t> kept;
+  int64_t dropped = 0;
+  for (int64_t s : sizes) {
+    if (s == captured || s < 1) continue;  // the captured extent: the samples and fresh cases
+    if (s > captured && s * per_slice > budget) {
+      ++dropped;
+      continue;
+    }
+    kept.push_back(s);
+  }
+  if (dropped > 0)
+    notes.push_back(a.name + ".size(" + std::to_string(dim) + "): " + std::to_string(dropped) +
+                    " sizes above the verification budget left out");
+  return kept;
+}
+
+}  // namespace
+
+std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const Family& family, uint64_t seed,
+                                 std::vector<std::string>& notes) {
+  std::vector<CasePlan> plans;
+  uint64_t n = 0;
+  auto next_seed = [&]() { return seed * 1000003ull + (++n) * 7919ull; };
+  if (samples.is_array())
+    for (size_t k = 0; k < samples.size(); ++k) {
+      CasePlan p;
+      p.kind = CasePlan::Sample;
+      p.sample = static_cast<int>(k);
+      p.name = "sample " + std::to_string(k);
+      p.seed = next_seed();
+      p.lo = family.ranges.front().first;
+      p.hi = family.ranges.front().second;
+      plans.push_back(p);
+    }
+  for (int s = 0; s < family.seeds; ++s)
+    for (const auto& [lo, hi] : family.ranges) {
+      CasePlan p;
+      p.kind = CasePlan::Fresh;
+      p.seed = next_seed();
+      p.lo = lo;
+      p.hi = hi;
+      p.name = "fresh seed=" + std::to_string(s) + " range=[" + fmt(lo) + "," + fmt(hi) + "]";
+      plans.push_back(p);
+    }
+  for (size_t v = 0; v < family.vary.size(); ++v) {
+    const auto [arg, dim] = family.vary[v];
+    if (arg < 0 || static_cast<size_t>(arg) >= spec.args.size() || spec.args[arg].kind != ArgKind::Tensor) {
+      notes.push_back("signature_family.vary: arg " + std::to_string(arg) + " is not a tensor argument; ignored");
+      continue;
+    }
+    int64_t ndim = static_cast<int64_t>(spec.args[arg].sizes.size());
+    if (dim < -ndim || dim >= ndim) {
+      notes.push_back("signature_family.vary: arg " + std::to_string(arg) + " has no dim " + std::to_string(dim));
+      continue;
+    }
+    for (int64_t size : sweep_sizes(spec.args[arg], dim < 0 ? dim + ndim : dim, family.edge_sizes, notes)) {
+      CasePlan p;
+      p.kind = CasePlan::Edge;
+      p.seed = next_seed();
+      p.lo = family.ranges.front().first;
+      p.hi = family.ranges.front().second;
+      p.edge_arg = arg;
+      p.edge_dim = static_cast<int>(dim < 0 ? dim + ndim : dim);
+      p.edge_size = size;
+      p.edge_vary = static_cast<int>(v);
+      p.name = "edge " + spec.args[arg].name + ".size(" + std::to_string(p.edge_dim) + ")=" + std::to_string(size);
+      plans.push_back(p);
+    }
+  }
+  for (const auto& name : family.specials) {
+    if (!known_special(name)) {
+      notes.push_back("unknown special \"" + name + "\" ignored");
+      std::fprintf(stderr, "forge_worker: note: unknown special \"%s\" ignored\n", name.c_str());
+      continue;
+    }
+    CasePlan p;
+    p.kind = CasePlan::Special;
+    p.special = name;
+    p.seed = next_seed();
+    p.lo = family.ranges.front().first;
+    p.hi = family.ranges.front().second;
+    p.name = "special " + name;
+    plans.push_back(p);
+  }
+  // Views a user's program passes: every tensor input one element past an
+  // aligned start (x[1:] is contiguous, its data is not 16-byte aligned).
+  {
+    CasePlan p;
+    p.kind = CasePlan::Special;
+    p.special = "storage_offset";
+    p.shift_elems = 1;
+    p.seed = next_seed();
+    p.lo = family.ranges.front().first;
+    p.hi = family.ranges.front().second;
+    p.name = "special storage_offset";
+    plans.push_back(p);
+  }
+  return plans;
+}
+
+Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, const std::string& samples_dir,
+               const Family& family, bool guarded) {
+  Case c;
+  c.plan = plan;
+  c.specs = spec.args;
+  if (plan.kind == CasePlan::Edge) {
+    int64_t largest = 0;
+    for (const auto& a : spec.args)
+      if (a.kind == ArgKind::Tensor)
+        largest = std::max(largest, extent_bytes(a.sizes, a.strides, static_cast<int64_t>(c10::elementSize(a.dtype))));
+    c.guard = std::min<int64_t>(largest + kGuardBytes, int64_t(256) << 20);
+    ArgSpec& a = c.specs[static_cast<size_t>(plan.edge_arg)];
+    a.sizes[static_cast<size_t>(plan.edge_dim)] = plan.edge_size;
+    a.strides = contiguous(a.sizes);
+    // A pinned int follows the size, as the package sets it for such a call
+    // (runtime/package/override.cpp); without it the stock kernel refuses the case.
+    for (const auto& [arg, vary] : family.pins) {
+      if (vary != plan.edge_vary || arg < 0 || static_cast<size_t>(arg) >= c.specs.size()) continue;
+      ArgSpec& pinned = c.specs[static_cast<size_t>(arg)];
+      if (pinned.kind == ArgKind::Int) pinned.i = plan.edge_size;
+    }
+  }
+  const json* entries = nullptr;
+  if (plan.kind == CasePlan::Sample) {
+    entries = &sample_entries(samples, plan.sample);
+    if (!entries->is_array() || entries->size() != c.specs.size())
+      bad("samples[" + std::to_string(plan.sample) + "] must have one entry per argument (" +
+          std::to_string(c.specs.size()) + ")");
+  }
+  uint64_t tseed = plan.seed;
+  for (size_t i = 0; i < c.specs.size(); ++i) {
+    const ArgSpec& a = c.specs[i];
+    if (a.kind != ArgKind::Tensor) {
+      c.buffers.emplace_back();
+      c.args.push_back(scalar_ivalue(a));
+      continue;
+    }
+    Buffer b = alloc_tensor(a.sizes, a.strides, a.dtype, a.device, guarded || plan.shift_elems > 0, c.guard,
+                            plan.shift_elems);
+    const json* entry = entries ? &(*entries)[i] : nullptr;
+    if (entry && entry->is_object() && entry->contains("file") && (*entry)["file"].is_string()) {
+      load_sample(b.t, a, *entry, samples_dir);
+    } else {
+      fill_random(b.t, plan.lo, plan.hi, tseed++, family);
+    }
+    c.args.emplace_back(b.t);
+    c.buffers.push_back(std::move(b));
+  }
+  if (plan.kind == CasePlan::Special && plan.special != "storage_offset") apply_special(c, plan.special);
+  return c;
+}
+
+void refill_in_place(Case& c, const Family& family, uint64_t seed) {
+  for (auto& b : c.buffers)
+    if (b.t.defined()) fill_random(b.t, c.plan.lo, c.plan.hi, seed++, family);
+}
+
+}  // namespace forge::worker

@@ -1,0 +1,50 @@
+// The worker's comparison: the stock kernel's reference output, and a
+// candidate's outputs compared with it within the family's tolerance (NaN and
+// inf exactly, integers exactly), bit for bit between runs. Part of op_args.h.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "op_spec.h"
+
+namespace forge::worker {
+
+// The tolerance of an output: |out - ref| <= atol + rtol |ref|.
+struct Tolerance {
+  double atol = 0;
+  double rtol = 0;
+};
+// Tolerance for an output of dtype `out`; `in` is the first floating input's dtype.
+Tolerance tolerance_for(const Family& family, c10::ScalarType out, std::optional<c10::ScalarType> in);
+
+// Calls the stock kernel through the dispatcher, below autograd, on clones of
+// the tensor arguments. Returns the op's returns; throws RequestError when a
+// return is not a tensor.
+std::vector<at::Tensor> call_stock(const OpSpec& spec, const std::vector<c10::IValue>& args, bool clone_inputs);
+
+// Comparisons. `label` names the output ("" for a single output), `where` the
+// case ("on case sample 0"), for the detail text.
+struct Mismatch {
+  std::string reason;  // wrong_result | nan_mismatch
+  std::string detail;
+};
+struct CompareStats {
+  double worst_abs = 0;
+  double worst_rel = 0;   // |out - ref| / |ref| (|ref| at least FLT_MIN)
+  double worst_tol = 0;   // |out - ref| / (atol + rtol |ref|): 1 is the limit
+};
+std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Tensor& ref, Tolerance tol,
+                                             const std::string& label, const std::string& where,
+                                             CompareStats& stats);
+// The first element whose bits differ, as "[i,j] (a vs b)", or nullopt.
+std::optional<std::string> first_bit_difference(const at::Tensor& a, const at::Tensor& b);
+
+// A flat index as "[i,j,...]" over sizes, for detail texts.
+std::string index_text(at::IntArrayRef sizes, int64_t flat);
+
+}  // namespace forge::worker

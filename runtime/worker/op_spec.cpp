@@ -1,0 +1,229 @@
+// The worker's parsing (op_spec.h): the request's op and argument records,
+// and the family.
+#ifndef NDEBUG
+#error "build with -DNDEBUG against the release wheel (docs/CAPTURE.md, the RecordFunction pitfall)"
+#endif
+
+#include "op_spec.h"
+
+#include "abi_views.h"
+#include "op_args_detail.h"
+
+namespace forge::worker {
+namespace {
+
+using detail::bad;
+using detail::contiguous;
+using detail::dtype_text;
+using detail::parse_dtype;
+
+bool schema_is_tensor(const c10::TypePtr& type) {
+  c10::TypePtr t = type;
+  if (t->kind() == c10::TypeKind::OptionalType) t = t->castRaw<c10::OptionalType>()->getElementType();
+  return t->kind() == c10::TypeKind::TensorType;
+}
+
+int64_t get_int(const json& j, const char* what) {
+  if (!j.is_number_integer()) bad(std::string(what) + " must be an integer");
+  return j.get<int64_t>();
+}
+
+std::vector<int64_t> get_ints(const json& j, const char* what) {
+  if (!j.is_array()) bad(std::string(what) + " must be an array of integers");
+  std::vector<int64_t> v;
+  for (const auto& x : j) v.push_back(get_int(x, what));
+  return v;
+}
+
+// Parses one capture record into spec (kind, values). Tensor metadata too.
+void parse_record(const json& rec, ArgSpec& a, size_t index, bool cuda_available) {
+  if (!rec.is_object() || !rec.contains("type") || !rec["type"].is_string())
+    bad("args[" + std::to_string(index) + "] is not an argument record with a \"type\"");
+  a.type = rec["type"].get<std::string>();
+  if (rec.contains("name") && rec["name"].is_string()) a.name = rec["name"].get<std::string>();
+  const std::string& t = a.type;
+  auto value = [&]() -> const json& {
+    if (!rec.contains("value")) bad("args[" + std::to_string(index) + "] (" + t + ") has no \"value\"");
+    return rec["value"];
+  };
+  if (t == "Tensor") {
+    a.kind = ArgKind::Tensor;
+    if (!rec.contains("dtype") || !rec["dtype"].is_string()) bad("args[" + std::to_string(index) + "]: no dtype");
+    auto dt = parse_dtype(rec["dtype"].get<std::string>());
+    if (!dt) bad("args[" + std::to_string(index) + "]: unknown dtype " + rec["dtype"].dump());
+    a.dtype = *dt;
+    a.sizes = get_ints(rec.value("sizes", json()), "sizes");
+    a.strides = rec.contains("strides") ? get_ints(rec["strides"], "strides")
+                                        : contiguous(a.sizes);
+    if (a.sizes.size() != a.strides.size()) bad("args[" + std::to_string(index) + "]: sizes and strides differ in length");
+    for (int64_t s : a.sizes)
+      if (s < 0) bad("args[" + std::to_string(index) + "]: negative size");
+    std::string dev = rec.value("device", std::string("cpu"));
+    if (dev.rfind("cuda", 0) == 0) {
+      if (!cuda_available) bad("args[" + std::to_string(index) + "] is on " + dev + " but this worker has no CUDA device");
+      // Every CUDA tensor goes to the worker's device (the current one).
+      a.device = c10::Device(c10::kCUDA);
+    } else if (dev == "cpu") {
+      a.device = c10::Device(c10::kCPU);
+    } else {
+      bad("args[" + std::to_string(index) + "]: unsupported device " + dev);
+    }
+  } else if (t == "None") {
+    a.kind = ArgKind::None;
+  } else if (t == "int") {
+    a.kind = ArgKind::Int;
+    a.i = get_int(value(), "int value");
+  } else if (t == "float") {
+    a.kind = ArgKind::Float;
+    if (!value().is_number()) bad("args[" + std::to_string(index) + "]: float value must be a number");
+    a.f = value().get<double>();
+  } else if (t == "bool") {
+    a.kind = ArgKind::Bool;
+    if (!value().is_boolean()) bad("args[" + std::to_string(index) + "]: bool value must be true or false");
+    a.i = value().get<bool>() ? 1 : 0;
+  } else if (t == "int[]") {
+    a.kind = ArgKind::IntList;
+    a.ints = get_ints(value(), "int[] value");
+  } else if (t == "list") {
+    // A generic list: an int list when every item is an int record.
+    a.kind = ArgKind::IntList;
+    if (!value().is_array()) bad("args[" + std::to_string(index) + "]: list value must be an array");
+    for (const auto& item : value()) {
+      if (!item.is_object() || item.value("type", std::string()) != "int" || !item.contains("value")) {
+        a.kind = ArgKind::Unsupported;
+        break;
+      }
+      a.ints.push_back(get_int(item["value"], "list item"));
+    }
+  } else if (t == "ScalarType") {
+    a.kind = ArgKind::Dtype;
+    if (!value().is_string()) bad("args[" + std::to_string(index) + "]: ScalarType value must be a dtype name");
+    auto dt = parse_dtype(value().get<std::string>());
+    if (!dt) bad("args[" + std::to_string(index) + "]: unknown dtype " + value().dump());
+    a.i = static_cast<int64_t>(*dt);
+  } else if (t == "Layout") {
+    // Passed as torch's enum value (FORGE_ARG_INT): only strided is meaningful here.
+    std::string v = value().is_string() ? value().get<std::string>() : std::string();
+    if (v == "strided") {
+      a.kind = ArgKind::Int;
+      a.i = static_cast<int64_t>(c10::kStrided);
+    } else {
+      a.kind = ArgKind::Unsupported;
+    }
+  } else if (t == "MemoryFormat") {
+    std::string v = value().is_string() ? value().get<std::string>() : std::string();
+    a.kind = ArgKind::Int;
+    if (v == "contiguous_format") a.i = static_cast<int64_t>(c10::MemoryFormat::Contiguous);
+    else if (v == "preserve_format") a.i = static_cast<int64_t>(c10::MemoryFormat::Preserve);
+    else if (v == "channels_last") a.i = static_cast<int64_t>(c10::MemoryFormat::ChannelsLast);
+    else if (v == "channels_last_3d") a.i = static_cast<int64_t>(c10::MemoryFormat::ChannelsLast3d);
+    else a.kind = ArgKind::Unsupported;
+  } else {
+    // float[], bool[], Tensor[], str, complex, Device, Generator, SymInt, SymFloat, other
+    a.kind = ArgKind::Unsupported;
+  }
+}
+
+}  // namespace
+
+std::optional<c10::ScalarType> dtype_from_name(const std::string& name) { return parse_dtype(name); }
+
+OpSpec parse_op(const json& req, bool cuda_available) {
+  OpSpec spec;
+  if (!req.contains("op") || !req["op"].is_string()) bad("\"op\" must be a string");
+  std::string op = req["op"].get<std::string>();
+  std::string overload = req.contains("overload") && req["overload"].is_string() ? req["overload"].get<std::string>() : "";
+  std::string qualified = op.find("::") == std::string::npos ? "aten::" + op : op;
+  auto handle = c10::Dispatcher::singleton().findSchema({qualified, overload});
+  if (!handle) bad("unknown op " + qualified + (overload.empty() ? "" : "." + overload));
+  spec.op = *handle;
+  spec.name = overload.empty() ? qualified : qualified + "." + overload;
+  const auto& schema = handle->schema();
+  const auto& formal = schema.arguments();
+
+  if (!req.contains("args") || !req["args"].is_array()) bad("\"args\" must be an array of argument records");
+  const json& args = req["args"];
+  if (args.size() > formal.size())
+    bad(spec.name + " takes " + std::to_string(formal.size()) + " arguments, the request has " +
+        std::to_string(args.size()));
+  for (size_t i = 0; i < formal.size(); ++i) {
+    ArgSpec a;
+    a.name = formal[i].name();
+    a.schema_tensor = schema_is_tensor(formal[i].type());
+    if (i < args.size()) {
+      parse_record(args[i], a, i, cuda_available);
+    } else if (formal[i].default_value()) {
+      // A trailing argument the record left out: its schema default.
+      const c10::IValue& d = *formal[i].default_value();
+      if (d.isNone()) a.kind = ArgKind::None;
+      else if (d.isBool()) a.kind = ArgKind::Bool, a.i = d.toBool();
+      else if (d.isInt()) a.kind = ArgKind::Int, a.i = d.toInt();
+      else if (d.isDouble()) a.kind = ArgKind::Float, a.f = d.toDouble();
+      else if (d.isIntList()) a.kind = ArgKind::IntList, a.ints = d.toIntVector();
+      else a.kind = ArgKind::Unsupported;
+      a.type = "default";
+    } else {
+      bad(spec.name + ": argument " + a.name + " is missing");
+    }
+    if (a.kind == ArgKind::Tensor && !a.schema_tensor)
+      bad(spec.name + ": argument " + a.name + " is a tensor but the schema says " + formal[i].type()->str());
+    if (a.schema_tensor && a.kind != ArgKind::Tensor && a.kind != ArgKind::None)
+      bad(spec.name + ": argument " + a.name + " must be a tensor or None, got " + a.type);
+    if (a.kind == ArgKind::Tensor && a.device.is_cuda()) spec.cuda = true;
+    // What the ABI cannot carry.
+    if (spec.abi_problem.empty()) {
+      if (a.kind == ArgKind::Unsupported)
+        spec.abi_problem = "argument " + a.name + " of type " + a.type + " has no representation in the candidate ABI";
+      else if (a.kind == ArgKind::Tensor && forge_dtype(a.dtype) < 0)
+        spec.abi_problem = "argument " + a.name + " has dtype " + dtype_text(a.dtype) + ", not in the candidate ABI";
+      else if (a.kind == ArgKind::Tensor && a.sizes.size() > FORGE_MAX_DIMS)
+        spec.abi_problem = "argument " + a.name + " has " + std::to_string(a.sizes.size()) + " dims (ABI max " +
+                           std::to_string(FORGE_MAX_DIMS) + ")";
+      else if (a.kind == ArgKind::IntList && a.ints.size() > FORGE_MAX_LIST)
+        spec.abi_problem = "argument " + a.name + " is a list of " + std::to_string(a.ints.size()) + " (ABI max " +
+                           std::to_string(FORGE_MAX_LIST) + ")";
+    }
+    spec.args.push_back(std::move(a));
+  }
+  return spec;
+}
+
+Family parse_family(const json& fam) {
+  Family f;
+  if (fam.is_null()) return f;
+  if (!fam.is_object()) bad("\"family\" must be an object");
+  try {
+    if (fam.contains("verify") && fam["verify"].is_object()) {
+      const json& v = fam["verify"];
+      if (v.contains("edge_sizes")) f.edge_sizes = v["edge_sizes"].get<std::vector<int64_t>>();
+      if (v.contains("ranges")) {
+        f.ranges.clear();
+        for (const auto& r : v["ranges"]) {
+          if (!r.is_array() || r.size() != 2) bad("family.verify.ranges entries must be [lo, hi]");
+          f.ranges.emplace_back(r[0].get<double>(), r[1].get<double>());
+        }
+        if (f.ranges.empty()) f.ranges.emplace_back(-3.0, 3.0);
+      }
+      if (v.contains("seeds")) f.seeds = std::max(1, v["seeds"].get<int>());
+      if (v.contains("specials")) f.specials = v["specials"].get<std::vector<std::string>>();
+      if (v.contains("int_range")) {
+        auto r = v["int_range"].get<std::vector<int64_t>>();
+        if (r.size() != 2) bad("family.verify.int_range must be [lo, hi)");
+        f.int_range = {r[0], r[1]};
+      }
+    }
+    if (fam.contains("signature_family") && fam["signature_family"].is_object()) {
+      const json& s = fam["signature_family"];
+      if (s.contains("vary"))
+        for (const auto& e : s["vary"]) f.vary.emplace_back(e.at("arg").get<int>(), e.at("dim").get<int>());
+      if (s.contains("pins"))
+        for (const auto& e : s["pins"]) f.pins.emplace_back(e.at("arg").get<int>(), e.at("vary").get<int>());
+    }
+    if (fam.contains("tolerance") && fam["tolerance"].is_object()) f.tolerance = fam["tolerance"];
+  } catch (const json::exception& e) {
+    bad(std::string("malformed \"family\": ") + e.what());
+  }
+  return f;
+}
+
+}  // namespace forge::worker

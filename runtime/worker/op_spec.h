@@ -1,0 +1,69 @@
+// The worker's parsing: a request's JSON into the call spec. The op found in
+// the dispatcher and its arguments rebuilt from the capture's records
+// (docs/CAPTURE.md, the JSON schema), with what the candidate ABI cannot carry
+// noted; and the family's verification parameters (targets/<family>/family.yaml
+// as JSON). Part of op_args.h.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "evaluator.h"
+
+namespace forge::worker {
+
+enum class ArgKind { Tensor, None, Int, Float, Bool, IntList, Dtype, Unsupported };
+
+// One argument of the op, as captured.
+struct ArgSpec {
+  std::string name;
+  std::string type;            // the record's "type", for messages
+  ArgKind kind = ArgKind::None;
+  bool schema_tensor = false;  // Tensor or Tensor? in the schema: goes to call.inputs
+  // Tensor
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  std::vector<int64_t> sizes, strides;
+  c10::Device device{c10::kCPU};
+  // Int (also Layout and MemoryFormat, as torch's enum value), Bool, Dtype (c10::ScalarType)
+  int64_t i = 0;
+  double f = 0;
+  std::vector<int64_t> ints;
+};
+
+struct OpSpec {
+  std::optional<c10::OperatorHandle> op;
+  std::string name;  // "aten::_softmax" or "aten::add.Tensor"
+  std::vector<ArgSpec> args;
+  bool cuda = false;        // some tensor lives on a CUDA device
+  std::string abi_problem;  // non-empty: the op cannot be expressed in the ABI
+};
+
+// Finds the op in the dispatcher and rebuilds its argument records. Throws
+// RequestError for a malformed request or an unknown op.
+OpSpec parse_op(const json& request, bool cuda_available);
+
+// The verification parameters of targets/<family>/family.yaml (as JSON).
+struct Family {
+  std::vector<int64_t> edge_sizes;
+  std::vector<std::pair<double, double>> ranges{{-3.0, 3.0}};
+  int seeds = 1;
+  std::vector<std::string> specials;
+  std::vector<std::pair<int, int>> vary;  // {arg index, dim}
+  // {int arg index, vary index}: the scalar is that varied extent (group_norm's
+  // N is its input's dim 0), so an edge case sets it with the size.
+  std::vector<std::pair<int, int>> pins;
+  std::pair<int64_t, int64_t> int_range{0, 16};  // [lo, hi) for integer tensors
+  json tolerance = json::object();
+};
+Family parse_family(const json& family);
+
+// "float32" -> Float (the capture's dtype names); nullopt for an unknown name.
+std::optional<c10::ScalarType> dtype_from_name(const std::string& name);
+
+}  // namespace forge::worker
