@@ -90,6 +90,7 @@ nlohmann::json target_json(const Target& t) {
           {"verified", t.verified},
           {"accepted", t.accepted},
           {"outcomes", t.outcomes},
+          {"rejections", t.rejections},
           {"stage_seconds", t.stage_seconds},
           {"best_speedup_eager", opt(t.best_speedup_eager)},
           {"best_hot_speedup_eager", opt(t.best_hot_speedup_eager)},

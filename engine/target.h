@@ -57,6 +57,9 @@ struct Target {
   // the search, none when no kernel was accepted or a record is missing.
   std::optional<size_t> shipped;
   std::map<std::string, int> outcomes;  // iterations by outcome: "ok", "slower", "wrong_result", ...
+  // Iterations that did not verify, by their reason's first line ("timing_mismatch: ..."),
+  // so a report says why a candidate failed, not only the coarse outcome.
+  std::map<std::string, int> rejections;
   // {evaluations, compile, verify, bench, worker}: each stage's seconds summed
   // over the evaluations as first run (ahead compiles counted as if serial).
   nlohmann::json stage_seconds;

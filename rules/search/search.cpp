@@ -201,6 +201,7 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   t.best_hot_speedup_eager.reset();
   t.verified = t.accepted = 0;
   t.outcomes.clear();
+  t.rejections.clear();
   t.kernels.clear();
   t.shipped.reset();
   t.stage_seconds = nullptr;
@@ -212,6 +213,10 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
     if (n.id == mcts::kRoot || n.pending) continue;
     t.tree_depth = std::max(t.tree_depth, n.depth);
     ++t.outcomes[mcts::status_name(n.outcome.status)];
+    if (!n.outcome.verified()) {
+      std::string why = n.outcome.reason.substr(0, n.outcome.reason.find('\n'));
+      ++t.rejections[why.empty() ? mcts::status_name(n.outcome.status) : why.substr(0, 160)];
+    }
     if (json r = get_json_object(ctx.builder.store(), n.outcome.steps.value("evaluation", ""));
         r.is_object()) {
       auto num = [](const json& o, const char* k) {

@@ -174,7 +174,8 @@ TEST_CASE("an interrupted build prints its report, exits 130, and the next build
   json d = json::parse(done.out);
   CHECK(d["interrupted"] == false);
   for (const auto& t : d["targets"]) {
-    INFO(t["id"].get<std::string>() << " outcomes " << t["outcomes"].dump());
+    INFO(t["id"].get<std::string>() << " outcomes " << t["outcomes"].dump()
+                                    << " rejections " << t["rejections"].dump());
     int counted = 0;
     for (const auto& [kind, n] : t["outcomes"].items()) {
       CHECK((kind == "ok" || kind == "slower"));  // every CPU instance verifies
