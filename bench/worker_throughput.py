@@ -9,8 +9,9 @@ forge_runner). The honest CPU softmax of the adversarial suite
 in one worker process per directory, on the adversarial suite's target
 (_softmax, float32 [64, 1000]) with forge's CPU bench settings (threads 1);
 the workers run one after the other, so they see the same machine. Prints a
-table and writes bench/results/<date>_<commit>_cpu_worker_throughput.json.
-Needs PyYAML or python3 with the repo's .venv (for the family file).
+table and writes bench/results/<date>_<commit>_cpu_worker_throughput.json
+($OUT/ instead where OUT is set). Needs PyYAML (the repo's .venv) or --family
+with targets/softmax/family.yaml as JSON.
 """
 import argparse
 import json
@@ -23,7 +24,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def family_json():
+def family_json(path):
+    if path:
+        return json.load(open(path))
     try:
         import yaml
     except ImportError:
@@ -36,6 +39,8 @@ def main():
     ap.add_argument("workers", nargs="+")
     ap.add_argument("--evals", type=int, default=10)
     ap.add_argument("--label", action="append", default=[])
+    ap.add_argument("--family", default="", help="targets/softmax/family.yaml as JSON (where PyYAML is missing)")
+    ap.add_argument("--commit", default="", help="the commit measured, where the tree has no .git")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
     so = os.path.join(tmp, "softmax_ok.so")
@@ -46,7 +51,7 @@ def main():
              "name": "self"},
             {"type": "int", "value": -1, "name": "dim"},
             {"type": "bool", "value": False, "name": "half_to_float"}]
-    fam = family_json()
+    fam = family_json(a.family)
     reqs = "".join(json.dumps({"cmd": "evaluate", "id": f"ok{i}", "op": "_softmax", "args": args, "samples": [],
                                "family": fam, "candidate": so, "seed": i, "bench": {"threads": 1}}) + "\n"
                    for i in range(a.evals))
@@ -69,12 +74,13 @@ def main():
                      "q3_s": secs[3 * len(secs) // 4] if secs else None,
                      "verify_median_s": mid(ver), "bench_median_s": mid(ben),
                      "cases": ev[0].get("verify", {}).get("cases") if ev else None, "wall_s": wall})
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = a.commit or subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True).stdout.strip()
     load = os.getloadavg()
     out = {"date": time.strftime("%Y-%m-%d"), "commit": commit, "device": "cpu", "cpus": os.cpu_count(),
            "loadavg": load, "command": " ".join(sys.argv), "rows": rows}
-    path = os.path.join(ROOT, "bench", "results", f"{out['date']}_{commit}_cpu_worker_throughput.json")
+    res_dir = os.environ.get("OUT") or os.path.join(ROOT, "bench", "results")
+    path = os.path.join(res_dir, f"{out['date']}_{commit}_cpu_worker_throughput.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     json.dump(out, open(path, "w"), indent=1)
     print(f"{'worker':28} {'evals':>5} {'per min':>8} {'median s':>9} {'verify s':>9} {'bench s':>8} {'cases':>6}")

@@ -39,6 +39,8 @@ const std::map<std::string, std::string> kExpected = {
     {"cache_sampled_values", "neutral"},
     {"caching_by_pointer", "wrong_result|nan_mismatch"},
     {"default_stream", "side_stream|timing_mismatch"},
+    {"device_global_result", "thread_unsafe"},
+    {"device_global_row_stats", "thread_unsafe"},
     {"driver_entry_stream", "side_stream|timing_mismatch|forbidden"},
     {"exp_bf16_tail", "inaccurate|wrong_result"},
     {"exp_half_tail", "inaccurate|wrong_result"},
