@@ -27,6 +27,7 @@ struct KernelRecord {
   std::string source;         // store object digest of the source text
   std::string evaluation;     // store object digest of the evaluation record
   double speedup_eager = 0;
+  std::string race;           // store object digest of its race against the tip, "" when none
 };
 
 struct Target {

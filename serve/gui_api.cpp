@@ -159,7 +159,7 @@ json GuiApi::tree(const std::string& target) const {
   // "best" after each iteration: the kernel the target would ship then, the
   // tip of its improvement chain (rules/improvement.h), as the report and the
   // package have it; 1 (stock) until a kernel is faster than stock.
-  std::vector<BenchTime> kept_times;
+  std::vector<ChainEntry> kept;
   std::vector<double> kept_speedups;
   double best = 1.0;
   for (const auto& r : journal["records"]) {
@@ -183,11 +183,14 @@ json GuiApi::tree(const std::string& target) const {
     double s = speedup.is_number() ? speedup.get<double>() : 0;
     const json evaluation = steps.value("evaluation", json());
     if (status == "ok" && evaluation.is_string() && is_digest(evaluation.get<std::string>())) {
-      const json rec = get_json_object(m_store, evaluation.get<std::string>());
-      if (rec.is_object()) {  // a kernel whose record is missing is left out, as the history does
-        kept_times.push_back(candidate_time(rec));
+      ChainEntry e;
+      const json race = steps.value("race", json());
+      // A kernel whose record is missing is left out, as the history does.
+      if (load_chain_entry(m_store, evaluation.get<std::string>(), race.is_string() ? race.get<std::string>() : "",
+                           &e, nullptr)) {
+        kept.push_back(std::move(e));
         kept_speedups.push_back(s);
-        best = kept_speedups[improvement_chain(kept_times).back()];
+        best = kept_speedups[improvement_chain(kept).back()];
       }
     }
     progress.push_back(

@@ -25,6 +25,8 @@ const json& sample_entries(const json& sample) {
   return sample.is_array() ? sample : empty;
 }
 
+}  // namespace
+
 std::string samples_digest(const Target& target) {
   Hasher h;
   for (const auto& s : target.sample_inputs)
@@ -33,19 +35,21 @@ std::string samples_digest(const Target& target) {
   return h.hex();
 }
 
+namespace {
+
 json baseline(const Target& t) {
   // Per call as the capture timed it; null when the capture has no time for it.
   return {{"captured_us", t.calls > 0 && t.time_us > 0 ? json(t.time_us / t.calls) : json(nullptr)},
           {"compile_us", nullptr}};
 }
 
+}  // namespace
+
 std::pair<std::string, std::string> split_op(const std::string& op) {
   auto dot = op.find('.');
   if (dot == std::string::npos) return {op, ""};
   return {op.substr(0, dot), op.substr(dot + 1)};
 }
-
-}  // namespace
 
 json materialize_samples(BuildContext& ctx, const Target& target) {
   json samples = json::array();

@@ -50,6 +50,12 @@ std::vector<nlohmann::json> evaluate_candidates(BuildContext& ctx, Executor& exe
                                                 const std::vector<CandidateSource>& sources,
                                                 const EvalSettings& settings = {});
 
+// The digest of the target's captured samples (an evaluation step's input).
+std::string samples_digest(const Target& target);
+
+// "mean.dim" -> {"mean", "dim"}; "_softmax" -> {"_softmax", ""}.
+std::pair<std::string, std::string> split_op(const std::string& op);
+
 // The target's captured samples as the worker reads them: each tensor written
 // from the store to <store>/build/objects/<digest>.bin. Throws forge::Error
 // naming a sample that is missing from the store.

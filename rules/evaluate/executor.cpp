@@ -6,15 +6,17 @@ namespace forge {
 using nlohmann::json;
 
 json EvalRequest::to_json() const {
-  return {{"cmd", "evaluate"},
-          {"op", op},
-          {"overload", overload},
-          {"args", args},
-          {"samples", samples},
-          {"family", family},
-          {"candidate", candidate.string()},
-          {"seed", seed},
-          {"bench", bench}};
+  json r = {{"cmd", "evaluate"},
+            {"op", op},
+            {"overload", overload},
+            {"args", args},
+            {"samples", samples},
+            {"family", family},
+            {"candidate", candidate.string()},
+            {"seed", seed},
+            {"bench", bench}};
+  if (mode != "evaluate") r["mode"] = mode;
+  return r;
 }
 
 namespace {

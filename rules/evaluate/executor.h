@@ -33,6 +33,8 @@ struct EvalRequest {
   uint64_t seed = 1234;
   nlohmann::json bench = {{"warmup", 5}, {"reps", 30}, {"min_seconds", 0.2}, {"max_seconds", 10}};
   double timeout_seconds = 60;  // for the whole request; then the worker is killed
+  // "evaluate", or "race": first case only, then the benchmark (docs/WORKER.md).
+  std::string mode = "evaluate";
 
   // The worker's "evaluate" request (docs/WORKER.md), without "id".
   nlohmann::json to_json() const;

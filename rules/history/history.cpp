@@ -129,9 +129,13 @@ std::vector<HistoryEntry> history_entries(BuildContext& ctx) {
       records.push_back(std::move(rec));
       sources.push_back(std::move(*source));
     }
-    std::vector<BenchTime> times;
-    for (const auto& rec : records) times.push_back(candidate_time(rec));
-    for (size_t i : improvement_chain(times))
+    std::vector<ChainEntry> chain;
+    for (size_t i = 0; i < records.size(); ++i) {
+      ChainEntry e;
+      load_chain_entry(store, kernels[i]->evaluation, kernels[i]->race, &e, nullptr);
+      chain.push_back(std::move(e));
+    }
+    for (size_t i : improvement_chain(chain))
       entries.push_back(make_entry(ctx, t, *kernels[i], records[i], std::move(sources[i])));
   }
   return entries;

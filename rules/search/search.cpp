@@ -13,6 +13,7 @@
 #include "rules/cluster/device_executor.h"
 #include "rules/evaluate/evaluate.h"
 #include "rules/evaluate/judge.h"
+#include "rules/evaluate/race.h"
 #include "rules/improvement.h"
 #include "rules/llm/proposer.h"
 #include "rules/search/strategies.h"
@@ -71,10 +72,45 @@ class SearchEvaluator : public mcts::Evaluator {
     if (interrupted()) throw Interrupted();
     mcts::Outcome out = evaluate_now(req);
     if (interrupted()) throw Interrupted();
+    if (out.status == mcts::Outcome::Status::Ok) race_tip(out);
+    if (interrupted()) throw Interrupted();
     return out;
   }
 
+  // The tree whose completed kernels form the improvement chain.
+  void watch(const mcts::Tree& tree) { m_tree = &tree; }
+
  private:
+  // The improvement rule (rules/improvement.h): a kernel faster than stock
+  // whose median beats the tip's races the tip; the race's record goes into
+  // the outcome's steps (journaled), where the chain reads it.
+  void race_tip(mcts::Outcome& out) {
+    if (!m_tree) return;
+    store::Store& store = m_ctx.builder.store();
+    std::vector<ChainEntry> entries;
+    std::vector<json> records;
+    for (const auto& n : m_tree->nodes()) {
+      if (n.id == mcts::kRoot || n.pending || n.outcome.status != mcts::Outcome::Status::Ok) continue;
+      ChainEntry e;
+      json rec;
+      if (!load_chain_entry(store, n.outcome.steps.value("evaluation", ""), n.outcome.steps.value("race", ""), &e,
+                            &rec))
+        continue;
+      entries.push_back(std::move(e));
+      records.push_back(std::move(rec));
+    }
+    const auto chain = improvement_chain(entries);
+    if (chain.empty()) return;
+    const Contender tip{entries[chain.back()].evaluation, records[chain.back()]};
+    Contender challenger{out.steps.value("evaluation", ""), json()};
+    challenger.record = get_json_object(store, challenger.evaluation);
+    if (!challenger.record.is_object() ||
+        candidate_time(challenger.record).median >= entries[chain.back()].time.median)
+      return;
+    if (auto race = race_kernels(m_ctx, m_executor, m_target, m_family, tip, challenger, RaceRule{}))
+      out.steps["race"] = store.put_object(race->dump());
+  }
+
   mcts::Outcome evaluate_now(const mcts::EvalRequest& req) {
     if (req.action.kind == "llm") {
       if (!m_llm) throw std::runtime_error("an llm action without a model configured");
@@ -233,7 +269,8 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
     ++t.accepted;
     t.kernels.push_back({n.iteration, n.id, n.parent, n.action.strategy, n.action.params,
                          n.action.kind == "llm" ? "llm" : "strategy", n.outcome.steps.value("file", ""), n.outcome.steps.value("source", ""),
-                         n.outcome.steps.value("evaluation", ""), n.outcome.speedup});
+                         n.outcome.steps.value("evaluation", ""), n.outcome.speedup,
+                         n.outcome.steps.value("race", "")});
   }
   t.stage_seconds = {{"evaluations", timed}, {"compile", compile_s}, {"verify", verify_s},
                      {"bench", bench_s}, {"worker", eval_s}};
@@ -356,6 +393,7 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
       by_llm = std::make_unique<LlmEvaluator>(ctx, *executor, *cached, std::move(in));
     }
     SearchEvaluator evaluator(ctx, *executor, t, *family, strategies, by_llm.get());
+    evaluator.watch(tree);
     // budget.parallel = candidates compiled at once (evaluations stay one at a
     // time: timings on a shared device would not be honest). 0: one per core
     // for CUDA (nvcc takes seconds per candidate), 1 for the CPU backend (the

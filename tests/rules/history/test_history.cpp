@@ -4,10 +4,12 @@
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "rules/history/history.h"
 #include "rules/history/repo.h"
@@ -88,15 +90,85 @@ void make_busy_repo(const fs::path& dir) {
 
 TEST_SUITE_BEGIN("rules::History");
 
-TEST_CASE("the improvement chain keeps a kernel only when it beats the best by both spreads") {
+namespace {
+std::vector<ChainEntry> unraced(std::initializer_list<BenchTime> times) {
+  std::vector<ChainEntry> out;
+  for (const BenchTime& t : times) out.push_back({"e" + std::to_string(out.size()), t, json()});
+  return out;
+}
+}  // namespace
+
+TEST_CASE("without race records, the chain keeps a kernel only when it beats the tip by both spreads") {
   CHECK(improvement_chain({}).empty());
-  CHECK(improvement_chain({{10, 1}}) == std::vector<size_t>{0});
+  CHECK(improvement_chain(unraced({{10, 1}})) == std::vector<size_t>{0});
   // 9 vs 10 with spreads 1 + 1: inside the noise.
-  CHECK(improvement_chain({{10, 1}, {9, 1}}) == std::vector<size_t>{0});
-  CHECK(improvement_chain({{10, 1}, {7.9, 0.1}, {7.5, 0.5}, {6, 0.1}}) ==
-        std::vector<size_t>{0, 1, 3});
+  CHECK(improvement_chain(unraced({{10, 1}, {9, 1}})) == std::vector<size_t>{0});
+  CHECK(improvement_chain(unraced({{10, 1}, {7.9, 0.1}, {7.5, 0.5}, {6, 0.1}})) == std::vector<size_t>{0, 1, 3});
   // Slower later kernels never replace the best.
-  CHECK(improvement_chain({{5, 0}, {8, 0}, {4, 0}}) == std::vector<size_t>{0, 2});
+  CHECK(improvement_chain(unraced({{5, 0}, {8, 0}, {4, 0}})) == std::vector<size_t>{0, 2});
+}
+
+TEST_CASE("a race against the tip decides, whatever the spreads say") {
+  // Spreads so wide that the old rule keeps nothing after the first kernel.
+  auto k = unraced({{100, 40}, {80, 40}, {70, 40}, {60, 40}});
+  k[1].race = {{"tip", "e0"}, {"challenger_wins", true}};
+  k[2].race = {{"tip", "e1"}, {"challenger_wins", false}};  // lost: stays out
+  k[3].race = {{"tip", "e1"}, {"challenger_wins", true}};
+  CHECK(improvement_chain(k) == std::vector<size_t>{0, 1, 3});
+  // A race won against another kernel than the tip of its time does not count:
+  // the old rule decides (and here keeps it out).
+  k[1].race = {{"tip", "e2"}, {"challenger_wins", true}};
+  CHECK(improvement_chain(k) == std::vector<size_t>{0});
+}
+
+TEST_CASE("the race's fixed-size test: 1.2x faster ships on noisy rounds, noise and tiny gains do not") {
+  const RaceRule rule;  // 5% minimum effect, alpha 0.05 (the rounds are the vectors' sizes here)
+  // Ratios (kernel / stock per evaluation) with +-8% noise, the challenger 1.2x faster.
+  const std::vector<double> tip{0.50, 0.46, 0.54, 0.49};
+  const std::vector<double> fast{0.42, 0.38, 0.45, 0.40};
+  RaceDecision d = decide_race(tip, fast, rule);
+  INFO(d.why);
+  CHECK(d.challenger_wins);
+  CHECK(d.u == 0);
+  CHECK(d.p == doctest::Approx(1.0 / 70));  // one ordering of C(8, 4)
+  CHECK(d.effect == doctest::Approx(1 - 0.41 / 0.495));
+  // The same kernel twice (the two samples interleave): no win.
+  d = decide_race(tip, {0.47, 0.52, 0.48, 0.53}, rule);
+  CHECK_FALSE(d.challenger_wins);
+  CHECK(d.p > 0.2);
+  // Separated, so significant, but 2% faster: below the minimum effect.
+  d = decide_race({0.500, 0.501, 0.502, 0.503}, {0.490, 0.491, 0.492, 0.493}, rule);
+  CHECK(d.p < 0.05);
+  CHECK_FALSE(d.challenger_wins);
+  // One pair of 16 out of order: p = 2/70, still a win; three: p = 7/70 > 0.05, not.
+  CHECK(decide_race(tip, {0.42, 0.38, 0.47, 0.40}, rule).p == doctest::Approx(2.0 / 70));
+  CHECK(decide_race(tip, {0.42, 0.38, 0.47, 0.40}, rule).challenger_wins);
+  CHECK(decide_race(tip, {0.42, 0.38, 0.47, 0.495}, rule).p == doctest::Approx(7.0 / 70));
+  CHECK_FALSE(decide_race(tip, {0.42, 0.38, 0.47, 0.495}, rule).challenger_wins);
+  // A slower challenger never wins; no rounds, no decision.
+  CHECK_FALSE(decide_race(fast, tip, rule).challenger_wins);
+  CHECK_FALSE(decide_race({}, fast, rule).challenger_wins);
+}
+
+TEST_CASE("the race's verdict rate on simulated noisy machines: 1.2x ships nearly always, equal kernels rarely") {
+  // A fake clock: each evaluation's ratio = true ratio x lognormal noise of
+  // 10% (a loaded 2-core VM's spread between evaluations), seeded.
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(0.0, 0.10);
+  auto rounds = [&](double ratio) {
+    std::vector<double> v;
+    for (int i = 0; i < RaceRule{}.rounds; ++i) v.push_back(ratio * std::exp(noise(rng)));
+    return v;
+  };
+  int wins_faster = 0, wins_equal = 0;
+  const int trials = 2000;
+  for (int i = 0; i < trials; ++i) {
+    wins_faster += decide_race(rounds(0.5), rounds(0.5 / 1.2), RaceRule{}).challenger_wins;
+    wins_equal += decide_race(rounds(0.5), rounds(0.5), RaceRule{}).challenger_wins;
+  }
+  MESSAGE("1.2x faster shipped " << wins_faster << "/" << trials << ", equal shipped " << wins_equal << "/" << trials);
+  CHECK(wins_faster > 0.75 * trials);
+  CHECK(wins_equal < 0.05 * trials);
 }
 
 TEST_CASE("a target ships, reports and is compared by the tip of its chain, not a later kernel within the noise") {
