@@ -117,7 +117,13 @@ def main():
                "per_minute": 60.0 * len(per) / secs_h if secs_h > 0 else 0,
                "median_eval_s": sorted(per)[len(per) // 2] if per else None,
                "verify_s": sorted(r["verify"].get("seconds", 0) for r in ok)[len(ok) // 2] if ok else None,
-               "bench_s": sorted(r["bench"].get("seconds", 0) for r in ok)[len(ok) // 2] if ok else None}
+               "bench_s": sorted(r["bench"].get("seconds", 0) for r in ok)[len(ok) // 2] if ok else None,
+               "threads_check_s": sorted(r["verify"].get("threads", {}).get("seconds", 0) for r in ok)[len(ok) // 2]
+               if ok else None,
+               "cases": ok[0]["verify"].get("cases") if ok else None,
+               "not_accepted": [{"id": r.get("id"), "reason": r.get("reason", r.get("error", "")),
+                                 "detail": (r.get("detail") or "")[:300]}
+                                for r in reps if "seconds" in r and r.get("verdict") != "accepted"]}
 
     result = {"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(0),
               "torch": torch.__version__, "driver": sh("nvidia-smi --query-gpu=driver_version --format=csv,noheader").stdout.strip(),

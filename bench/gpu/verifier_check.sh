@@ -6,6 +6,7 @@
 #                                             # worker's throughput before the sandboxed runner
 #                                             # (fae5eac) and now; builds forge in build-gpu
 #   bash bench/gpu/verifier_check.sh suites   # the CUDA adversarial suites (verifier_suite.sh)
+#   bash bench/gpu/verifier_check.sh recheck  # after `worker`: the run-time checks suite alone
 # Needs, carried: .debs/ (libgit2, bench/gpu/env.sh), build-carry/softmax_family.json
 # (targets/softmax/family.yaml as JSON) and build-carry/before/ (`git archive fae5eac
 # runtime`). FORGE_COMMIT names the commit measured (the device copy has no .git).
@@ -29,7 +30,7 @@ worker)
     name=${w%%:*} src=${w#*:}
     cmake -S "$src" -B "/tmp/cpu-worker-$name" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$prefix" -DFORGE_WORKER_CUDA=OFF > "$OUT/cpu_worker_$name.log" 2>&1 &&
-      ninja -C "/tmp/cpu-worker-$name" forge_worker forge_runner >> "$OUT/cpu_worker_$name.log" 2>&1 ||
+      ninja -C "/tmp/cpu-worker-$name" >> "$OUT/cpu_worker_$name.log" 2>&1 ||
       { echo "cpu worker $name: build failed"; tail -20 "$OUT/cpu_worker_$name.log"; }
   done
   python3 bench/worker_throughput.py /tmp/cpu-worker-before /tmp/cpu-worker-now --evals 10 \
@@ -43,5 +44,12 @@ worker)
 suites)
   bash bench/gpu/verifier_suite.sh
   ;;
-*) echo "usage: $0 worker|suites"; exit 2 ;;
+recheck)  # after `worker` on a fresh machine: the run-time checks suite alone
+  t0=$(date +%s)
+  timeout 300 build-gpu/forge_tests --source-file="*adversarial/test_runtime_checks_cuda.cpp" --no-intro \
+    > "$OUT/test_runtime_checks_cuda.log" 2>&1
+  echo "test_runtime_checks_cuda: rc=$? in $(( $(date +%s) - t0 )) s"
+  grep -E "ERROR|test cases|thread_unsafe|forbidden" "$OUT/test_runtime_checks_cuda.log" | cut -c1-220 | tail -30
+  ;;
+*) echo "usage: $0 worker|suites|recheck"; exit 2 ;;
 esac

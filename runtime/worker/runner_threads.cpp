@@ -83,14 +83,16 @@ void run_on_call_threads(int n, const std::function<void(int)>& job) {
   g_job = nullptr;
 }
 
-void stop_call_threads() {
+int stop_call_threads() {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     g_stop = true;
   }
   g_wake.notify_all();
   for (auto& t : g_threads) t.join();
+  const int joined = static_cast<int>(g_threads.size());
   g_threads.clear();
+  return joined;
 }
 
 }  // namespace forge::runner

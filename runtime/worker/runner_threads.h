@@ -19,6 +19,6 @@ int call_threads();  // how many are running
 void run_on_call_threads(int n, const std::function<void(int)>& job);
 
 // The threads exit; returns when they have been joined.
-void stop_call_threads();
+int stop_call_threads();  // the number of threads joined
 
 }  // namespace forge::runner

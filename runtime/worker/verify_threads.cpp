@@ -74,7 +74,7 @@ std::optional<Failure> rounds(Judge& j, const CasePlan& plan) {
                                             " (each call alone was right: state shared between calls without a lock?)"};
     }
   }
-  j.record["threads"] = {{"calls_at_once", n}, {"rounds", round}, {"case", plan.name}};
+  j.record["threads"] = {{"calls_at_once", n}, {"rounds", round}, {"case", plan.name}, {"seconds", elapsed()}};
   return std::nullopt;
 }
 
