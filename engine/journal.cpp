@@ -171,7 +171,7 @@ std::optional<JournalData> parse_journal(std::string_view text, const std::strin
       return std::nullopt;
     }
     auto version = int_member(j, "version");
-    if (!version || *version != kJournalVersion) {
+    if (!version || *version < kOldestJournalVersion || *version > kJournalVersion) {
       *why = "has another format version";
       return std::nullopt;
     }

@@ -10,10 +10,10 @@
 // value is the whole journal as one JSON document, rewritten atomically after
 // every completed iteration (flush per record; refs are replaced whole and carry
 // a checksum in the local store, so a reader sees the old or the new journal,
-// never a torn one). Format, version 1:
+// never a torn one). Format, version 2:
 //
 //   {"format": "forge-journal",     magic: anything else is not a journal
-//    "version": 1,                  kJournalVersion; another version -> start over
+//    "version": 2,                  kJournalVersion; 1 is read too, another -> start over
 //    "context": "<string>",         the caller's key over what outcomes depend on
 //                                   (target, device, toolchain, proposer, evaluation
 //                                   settings); another context -> start over
@@ -26,7 +26,7 @@
 //       "node": 1,                  == i + 1 (one node per iteration; the root is 0)
 //       "parent": 0,                0 <= parent < node
 //       "action": {"kind", "strategy", "params", "note"},
-//       "outcome": {"status": "ok" | "slower" | "compile_error" | "static_reject" |
+//       "outcome": {"status": "ok" | "not_faster" | "compile_error" | "static_reject" |
 //                             "wrong_result" | "crash" | "timeout",
 //                   "speedup": 1.37,   verified statuses only; finite, > 0
 //                   "reason": "...",   only when not empty
@@ -54,7 +54,10 @@
 
 namespace forge::mcts {
 
-inline constexpr int kJournalVersion = 1;
+inline constexpr int kJournalVersion = 2;
+// The oldest version still read: 1 named NotFaster "slower" (mcts::parse_status
+// reads both); written back as the current version.
+inline constexpr int kOldestJournalVersion = 1;
 inline constexpr const char* kJournalFormat = "forge-journal";
 
 struct JournalRecord {

@@ -52,9 +52,9 @@ std::optional<Action> action_from_json(const json& j, std::string* why) {
 
 namespace {
 // Index = the enum's value. On-disk names: never change one without bumping
-// kJournalVersion.
+// kJournalVersion (and reading the old name, below).
 constexpr const char* kStatusNames[] = {"ok",    "compile_error", "static_reject", "wrong_result",
-                                        "crash", "timeout",       "slower"};
+                                        "crash", "timeout",       "not_faster"};
 }  // namespace
 
 const char* status_name(Outcome::Status status) {
@@ -64,6 +64,7 @@ const char* status_name(Outcome::Status status) {
 std::optional<Outcome::Status> parse_status(std::string_view name) {
   for (int i = 0; i < static_cast<int>(std::size(kStatusNames)); ++i)
     if (name == kStatusNames[i]) return static_cast<Outcome::Status>(i);
+  if (name == "slower") return Outcome::Status::NotFaster;  // journal version 1's name
   return std::nullopt;
 }
 
@@ -71,7 +72,7 @@ double reward(const Outcome& outcome) {
   using S = Outcome::Status;
   switch (outcome.status) {
     case S::Ok:
-    case S::Slower:
+    case S::NotFaster:
       if (!std::isfinite(outcome.speedup) || outcome.speedup <= 0)
         throw std::invalid_argument("a verified outcome needs a finite speedup > 0");
       return std::clamp(std::log(outcome.speedup), kRewardMin, kRewardMax);

@@ -11,7 +11,7 @@
 //
 // Reward (scale-free: a 5 µs and a 5 ms target behave the same, because only
 // the ratio to stock ever reaches the search, never milliseconds):
-//   verified (Ok, Slower)   clamp(ln(speedup), kRewardMin = -1, kRewardMax = +3)
+//   verified (Ok, NotFaster)   clamp(ln(speedup), kRewardMin = -1, kRewardMax = +3)
 //   StaticReject            -1.0   (caught before compiling; as bad as not compiling)
 //   CompileError            -1.0
 //   WrongResult             -1.5   (compiled, ran, wrong: the branch misleads)
@@ -83,7 +83,7 @@ std::optional<Action> action_from_json(const nlohmann::json& j, std::string* why
 struct Outcome {
   // On disk these are the strings of status_name(); never change one without
   // bumping the journal version (engine/journal.h).
-  enum class Status { Ok, CompileError, StaticReject, WrongResult, Crash, Timeout, Slower };
+  enum class Status { Ok, CompileError, StaticReject, WrongResult, Crash, Timeout, NotFaster };
   Status status = Status::Crash;
   double speedup = 0;  // over stock, finite and > 0; meaningful only when verified()
   std::string reason;  // one line for people ("max abs error 3e-2 at [4, 17]"); may be ""
@@ -91,8 +91,8 @@ struct Outcome {
   // {"propose": key, "compile": key, "evaluate": key, "source": digest}); string values.
   nlohmann::json steps = nlohmann::json::object();
 
-  // Ok and Slower passed verification and carry a speedup.
-  bool verified() const { return status == Status::Ok || status == Status::Slower; }
+  // Ok and NotFaster passed verification and carry a speedup.
+  bool verified() const { return status == Status::Ok || status == Status::NotFaster; }
 };
 
 const char* status_name(Outcome::Status status);  // "ok", "compile_error", ...

@@ -68,6 +68,12 @@ const Target& resolve_target(const std::vector<Target>& targets, const std::stri
   throw UsageError(msg);
 }
 
+std::string kernel_label(const std::string& proposer, const std::string& strategy, const nlohmann::json& params) {
+  if (proposer == "llm")
+    return "llm variant " + std::to_string((params.is_object() ? params.value("variant", 0) : 0) + 1);
+  return strategy + " " + params.dump();
+}
+
 nlohmann::json target_json(const Target& t) {
   auto opt = [](const std::optional<double>& v) -> nlohmann::json {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);

@@ -30,6 +30,11 @@ struct KernelRecord {
   std::string race;           // store object digest of its race against the tip, "" when none
 };
 
+// How a kernel is named in reports, the package and the history: "llm variant
+// k" for a model's (k counted from 1, as its prompt counts it; the journal's
+// params keep the 0-based index), "<strategy> <params>" for the library's.
+std::string kernel_label(const std::string& proposer, const std::string& strategy, const nlohmann::json& params);
+
 struct Target {
   std::string id;
   std::string model;
@@ -57,7 +62,7 @@ struct Target {
   // with Inductor (rules/improvement.h: the tip of its improvement chain); set by
   // the search, none when no kernel was accepted or a record is missing.
   std::optional<size_t> shipped;
-  std::map<std::string, int> outcomes;  // iterations by outcome: "ok", "slower", "wrong_result", ...
+  std::map<std::string, int> outcomes;  // iterations by outcome: "ok", "not_faster", "wrong_result", ...
   // Iterations that did not verify, by their reason's first line ("timing_mismatch: ..."),
   // so a report says why a candidate failed, not only the coarse outcome.
   std::map<std::string, int> rejections;

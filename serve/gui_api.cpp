@@ -195,7 +195,7 @@ json GuiApi::tree(const std::string& target) const {
     }
     progress.push_back(
         {{"iteration", r.value("i", 0)},
-         {"speedup", (status == "ok" || status == "slower") ? json(s) : json(nullptr)},
+         {"speedup", (status == "ok" || status == "not_faster" || status == "slower") ? json(s) : json(nullptr)},
          {"best", best}});
   }
   return {{"target", target},

@@ -13,7 +13,7 @@ const svg = (tag, attrs = {}) => {
 // Failure labels short enough for siblings 64 px apart.
 const SHORT = { compile_error: 'compile ✗', static_reject: 'static ✗', wrong_result: 'wrong ✗', crash: 'crash ✗', timeout: 'timeout ✗' };
 
-export const STATUSES = ['ok', 'slower', 'compile_error', 'static_reject', 'wrong_result', 'crash', 'timeout'];
+export const STATUSES = ['ok', 'not_faster', 'compile_error', 'static_reject', 'wrong_result', 'crash', 'timeout'];
 
 export function renderLegend(root) {
   root.replaceChildren(...STATUSES.map((s) => el('span', { class: `pill status-${s}` }, s.replace('_', ' '))));

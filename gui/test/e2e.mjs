@@ -108,7 +108,7 @@ try {
   await page.waitForSelector('tr[data-target]');
   await page.waitForSelector('#tree svg g[data-node="0"]');
   await page.waitForSelector('#live.on', { timeout: 10e3 });
-  const failed = page.locator('#tree g[data-node]:not([data-status="ok"]):not([data-status="slower"])');
+  const failed = page.locator('#tree g[data-node]:not([data-status="ok"]):not([data-status="not_faster"])');
   await failed.first().waitFor();
   log(`tree: ${await page.locator('#tree g[data-node]').count()} nodes, ${await failed.count()} failed`);
   await page.screenshot({ path: join(SHOTS, '1-tree.png'), fullPage: true });

@@ -13,7 +13,7 @@ mcts::Outcome::Status status_of(const json& rec) {
   using S = mcts::Outcome::Status;
   const std::string verdict = rec.value("verdict", "");
   const std::string reason = rec.value("reason", "");
-  if (verdict == "accepted") return rec.value("bench", json::object()).value("faster", false) ? S::Ok : S::Slower;
+  if (verdict == "accepted") return rec.value("bench", json::object()).value("faster", false) ? S::Ok : S::NotFaster;
   if (reason == "static_check") return S::StaticReject;
   if (reason == "compile_error") return S::CompileError;
   if (reason == "timeout") return S::Timeout;

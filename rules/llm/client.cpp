@@ -201,7 +201,7 @@ class CommandClient : public Client {
     c.argv = shell_argv("exec < '" + file.string() + "'\n" + m_spec.command);
     c.timeout_seconds = m_settings.total_timeout;
     c.cwd = m_settings.cwd;
-    c.env["FORGE_LLM_VARIANT"] = std::to_string(request.variant);
+    c.env["FORGE_LLM_VARIANT"] = std::to_string(request.variant + 1);  // as the prompt counts: 1..variants
     CommandResult r;
     {
       Slot slot(m_slots);

@@ -35,7 +35,7 @@ std::string node_what(const mcts::Node& n) {
 std::string describe_action(const mcts::Action& a, mcts::NodeId parent) {
   if (a.kind == "stock") return "the stock kernel";
   if (a.kind == "llm")
-    return "model variant " + std::to_string(a.params.value("variant", 0)) +
+    return "model variant " + std::to_string(a.params.value("variant", 0) + 1) +
            (parent == mcts::kRoot ? " (from scratch)" : " of node " + std::to_string(parent));
   return "strategy " + a.strategy + " " + a.params.dump();
 }
@@ -152,7 +152,7 @@ mcts::Outcome LlmEvaluator::evaluate(const mcts::EvalRequest& req) {
   std::string joined;
   for (const auto& k : keys) joined += (joined.empty() ? "" : ",") + k;
   const std::string base = "llm-n" + std::to_string(req.node) + "-v" +
-                           std::to_string(req.action.params.value("variant", 0));
+                           std::to_string(req.action.params.value("variant", 0) + 1);
   const json extra = {{"proposer", "llm"},
                       {"what", describe_action(req.action, req.parent)},
                       {"llm", joined}};

@@ -62,7 +62,7 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
                {"vary_outputs", sf.value("vary_outputs", json::array())},
                {"family", family->spec},
                {"kernel", "kernels/" + so + ".so"},
-               {"strategy", k->strategy + " " + k->params.dump()},
+               {"strategy", kernel_label(k->proposer, k->strategy, k->params)},
                {"iteration", k->iteration},
                {"speedup_eager", rec["bench"].value("speedup_eager", 0.0)},
                {"speedup_compile", t.best_speedup_compile ? json(*t.best_speedup_compile) : json(nullptr)},

@@ -288,8 +288,7 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
   const json hot = bench.value("hot", json::object()).value("speedup_eager", json());
   if (hot.is_number()) t.best_hot_speedup_eager = hot.get<double>();
   t.best_proposer = best.action.kind == "llm" ? "llm" : "strategy";
-  t.best_strategy = (best.action.kind == "llm" ? std::string("llm") : best.action.strategy) + " " +
-                    best.action.params.dump();
+  t.best_strategy = kernel_label(t.best_proposer, best.action.strategy, best.action.params);
 }
 
 }  // namespace

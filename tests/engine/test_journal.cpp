@@ -43,7 +43,7 @@ class Evaluator3 : public Evaluator {
     if (u < 0.25) {
       o = Outcome{S::CompileError, 0, "kernel.cu:3: error: \"x\" undefined"};
     } else {
-      o = Outcome{u < 0.6 ? S::Slower : S::Ok, 0.4 + 1.5 * u};
+      o = Outcome{u < 0.6 ? S::NotFaster : S::Ok, 0.4 + 1.5 * u};
     }
     o.steps = {{"source", source}, {"compile", sha256_hex("c" + source)}};
     return o;
@@ -112,7 +112,7 @@ TEST_CASE("format: a pinned one-record journal, and its round trip") {
         R"("strategy":"warp_per_row"},"i":0,"node":1,"outcome":{"speedup":1.5,"status":"ok",)"
         R"("steps":{"compile":"k1"}},"parent":0}],)"
         R"("search":{"exploration":0.7,"seed":7,"widening_alpha":0.5,"widening_k":2.0},)"
-        R"("seconds":2.25,"version":1})");
+        R"("seconds":2.25,"version":2})");
   std::string why;
   auto back = parse_journal(text, "ctx", params.to_json(), &why);
   REQUIRE(back);
@@ -124,6 +124,28 @@ TEST_CASE("format: a pinned one-record journal, and its round trip") {
   const std::string failed = format_journal(data, "ctx", params.to_json());
   CHECK(failed.find(R"("outcome":{"reason":"ran past 60 s","status":"timeout","steps":{}})") !=
         std::string::npos);
+}
+
+TEST_CASE("a version-1 journal is read: its \"slower\" is not_faster, written back as version 2") {
+  SearchParams params;
+  const std::string v1 =
+      R"({"context":"ctx","format":"forge-journal",)"
+      R"("records":[{"action":{"kind":"strategy","params":{},"strategy":"s"},"i":0,"node":1,)"
+      R"("outcome":{"speedup":0.9,"status":"slower","steps":{}},"parent":0}],)"
+      R"("search":{"exploration":0.7,"seed":0,"widening_alpha":0.5,"widening_k":2.0},)"
+      R"("seconds":1.0,"version":1})";
+  std::string why;
+  auto back = parse_journal(v1, "ctx", params.to_json(), &why);
+  INFO(why);
+  REQUIRE(back);
+  CHECK(back->records[0].outcome.status == S::NotFaster);
+  const std::string v2 = format_journal(*back, "ctx", params.to_json());
+  CHECK(v2.find(R"("status":"not_faster")") != std::string::npos);
+  CHECK(v2.find(R"("version":2)") != std::string::npos);
+  std::string v3 = v1;
+  v3.replace(v3.find(R"("version":1)"), 11, R"("version":3)");
+  CHECK_FALSE(parse_journal(v3, "ctx", params.to_json(), &why));
+  CHECK(why.find("another format version") != std::string::npos);
 }
 
 TEST_CASE("a missing journal is empty and silent, and costs no write") {

@@ -70,7 +70,7 @@ Outcome default_judge(const std::string& source, const EvalRequest&) {
   if (u < 0.18) return Outcome{S::WrongResult, 0, "max abs error 0.3"};
   if (u < 0.22) return Outcome{S::Crash, 0, "illegal memory access"};
   const double speedup = 0.7 + 1.3 * frac(source, 8);
-  return Outcome{speedup > 1 ? S::Ok : S::Slower, speedup};
+  return Outcome{speedup > 1 ? S::Ok : S::NotFaster, speedup};
 }
 
 class FakeEvaluator : public Evaluator {
@@ -187,8 +187,8 @@ void check_visit_invariants(const Tree& tree) {
 
 TEST_CASE("reward is log speedup, clipped; failures are penalised by kind") {
   CHECK(reward(Outcome{S::Ok, 2.0}) == doctest::Approx(std::log(2.0)));
-  CHECK(reward(Outcome{S::Slower, 0.5}) == doctest::Approx(std::log(0.5)));
-  CHECK(reward(Outcome{S::Slower, 1e-9}) == kRewardMin);
+  CHECK(reward(Outcome{S::NotFaster, 0.5}) == doctest::Approx(std::log(0.5)));
+  CHECK(reward(Outcome{S::NotFaster, 1e-9}) == kRewardMin);
   CHECK(reward(Outcome{S::Ok, 1e9}) == kRewardMax);
   CHECK(reward(Outcome{S::StaticReject}) == -1.0);
   CHECK(reward(Outcome{S::CompileError}) == -1.0);
@@ -197,10 +197,10 @@ TEST_CASE("reward is log speedup, clipped; failures are penalised by kind") {
   CHECK(reward(Outcome{S::Timeout}) == -2.0);
   CHECK_THROWS_AS(reward(Outcome{S::Ok, 0}), std::invalid_argument);
   CHECK_THROWS_AS(reward(Outcome{S::Ok, std::nan("")}), std::invalid_argument);
-  CHECK_THROWS_AS(reward(Outcome{S::Slower, INFINITY}), std::invalid_argument);
+  CHECK_THROWS_AS(reward(Outcome{S::NotFaster, INFINITY}), std::invalid_argument);
   // The status names are the journal's on-disk values.
   for (S s :
-       {S::Ok, S::CompileError, S::StaticReject, S::WrongResult, S::Crash, S::Timeout, S::Slower})
+       {S::Ok, S::CompileError, S::StaticReject, S::WrongResult, S::Crash, S::Timeout, S::NotFaster})
     CHECK(parse_status(status_name(s)) == s);
   CHECK(std::string(status_name(S::CompileError)) == "compile_error");
   CHECK_FALSE(parse_status("OK"));
@@ -213,7 +213,7 @@ TEST_CASE("scale-free: the same relative speedups at 5 us and 5 ms give the same
       if (frac(source, 0) < 0.15) return Outcome{S::CompileError};
       const double candidate_us = stock_us * (0.4 + 1.2 * frac(source, 8));
       const double speedup = stock_us / candidate_us;
-      return Outcome{speedup > 1 ? S::Ok : S::Slower, speedup};
+      return Outcome{speedup > 1 ? S::Ok : S::NotFaster, speedup};
     };
   };
   FakeProposer proposer;
@@ -456,7 +456,7 @@ TEST_CASE("virtual loss sends concurrent expansions down different branches") {
   for (NodeId n : in_flight) distinct.insert({tree.node(n).parent, tree.node(n).key});
   CHECK(distinct.size() == 4);
   CHECK(tree.node(kRoot).virtual_loss == 4);
-  for (NodeId n : in_flight) search.complete(n, Outcome{S::Slower, 0.9});
+  for (NodeId n : in_flight) search.complete(n, Outcome{S::NotFaster, 0.9});
   check_visit_invariants(tree);
 }
 
@@ -543,7 +543,7 @@ TEST_CASE("the best node is the highest verified speedup, the earliest on ties")
     search.complete(n, o);
     return n;
   };
-  add(Outcome{S::Slower, 0.9});
+  add(Outcome{S::NotFaster, 0.9});
   add(Outcome{S::CompileError, 9.0});  // a speedup on a failure counts for nothing
   CHECK(tree.best() == kRoot);
   add(Outcome{S::Ok, 1.3});
@@ -645,7 +645,7 @@ TEST_CASE("changing the GPU or the toolchain invalidates only what depends on it
         return json{{"status", "ok"}, {"speedup", 0.7 + 1.3 * frac(source, 8)}};
       };
       const double speedup = builder.run(bench).record["speedup"].get<double>();
-      Outcome o{speedup > 1 ? S::Ok : S::Slower, speedup};
+      Outcome o{speedup > 1 ? S::Ok : S::NotFaster, speedup};
       o.steps = {{"source", source}, {"compile", step_key(compile)}, {"evaluate", step_key(bench)}};
       return o;
     }

@@ -94,7 +94,7 @@ TEST_CASE("the command provider: prompt on stdin, reply on stdout, cached, no ke
   auto store = store::open_local_store(dir / "store", [](const std::string&) {});
   llm::CachedClient c(*client, *store);
   llm::Reply r = c.complete(ask("write a kernel", 2));
-  CHECK(r.text == "variant 2\nsys\n\nwrite a kernel\n\n");
+  CHECK(r.text == "variant 3\nsys\n\nwrite a kernel\n\n");  // index 2, counted from 1
   // A changed script is not asked again: the reply is the cached one.
   test::write_text(dir / "model.sh", "#!/bin/sh\necho changed\n");
   CHECK(c.complete(ask("write a kernel", 2)).text == r.text);

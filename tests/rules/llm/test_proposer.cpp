@@ -58,7 +58,7 @@ TEST_CASE("variants under verified nodes, with what was tried around them; mixed
   auto under_root = model.actions(tree, mcts::kRoot, rng);
   CHECK(under_root[0].parent_note ==
         "- tried from here, node 1, strategy a {\"X\":1}: ok 1.5x stock\n"
-        "- tried from here, node 2, model variant 0 (from scratch): compile_error: "
+        "- tried from here, node 2, model variant 1 (from scratch): compile_error: "
         "compile_error: expected ';'\n");
   // Nothing is asked under a kernel that failed.
   CHECK(model.actions(tree, m, rng).empty());
