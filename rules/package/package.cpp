@@ -14,7 +14,7 @@
 #include "rules/improvement.h"
 #include "rules/capture/model_command.h"
 #include "rules/capture/runtime_build.h"
-#include "runtime/package/vary_bound.h"
+#include "runtime/common/signature_family.h"
 #include "util/atomic_file.h"
 #include "util/hash.h"
 
@@ -48,7 +48,6 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
     ctx.notes.push_back("package: the kernel of " + t.id + " is missing from the store");
     return nullptr;
   }
-  const json& sf = family->spec.value("signature_family", json::object());
   const auto dot = t.op.find('.');
   json entry = {{"target", t.id},
                {"op", "aten::" + t.op.substr(0, dot)},
@@ -56,10 +55,6 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
                {"signature", t.signature},
                {"args", t.args},
                {"outputs", t.outputs},
-               {"vary", sf.value("vary", json::array())},
-               {"pins", sf.value("pins", json::array())},
-               {"contiguous", sf.value("contiguous", true)},
-               {"vary_outputs", sf.value("vary_outputs", json::array())},
                {"family", family->spec},
                {"kernel", "kernels/" + so + ".so"},
                {"strategy", k->strategy + " " + k->params.dump()},
@@ -69,13 +64,17 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
                // Compiled graphs call the forged kernel only where it beat Inductor
                // (runtime/autoload/forge_autoload/compile.py reads this).
                {"under_compile", t.under_compile.empty() ? "inductor" : t.under_compile}};
+  // The signature family the guard applies (vary, pins, contiguous,
+  // vary_outputs: runtime/common/signature_family.h), validated when the
+  // family file loaded.
+  entry.update(family::to_json<json>(family::parse(family->spec.value("signature_family", json::object()))));
   // CPU kernels are single-threaded and were timed against stock running
   // bench.threads intra-op threads: the guard takes them only in processes
   // that give stock no more threads than that (docs/PACKAGE.md).
   if (ctx.device.backend == "cpu" && rec["bench"].value("threads", 0) > 0)
     entry["stock_threads"] = rec["bench"]["threads"];
   // The largest varied extents the worker verified: the guard takes no larger
-  // call, and without them only the captured extent (runtime/package/vary_bound.h).
+  // call, and without them only the captured extent (runtime/common/signature_family.h).
   std::string problem;
   json vary_max = package_vary_max(rec.value("verify", json::object()), entry["vary"], &problem);
   if (!vary_max.is_null()) entry["vary_max"] = std::move(vary_max);
@@ -212,7 +211,7 @@ json package_vary_max(const json& verify, const json& vary, std::string* problem
     if (problem) *problem = "its evaluation record has no verify.vary_max (verified before the worker reported it)";
     return nullptr;
   }
-  const std::string why = package::vary_max_problem(verify["vary_max"], vary.size());
+  const std::string why = family::vary_max_problem(verify["vary_max"], vary.size());
   if (!why.empty()) {
     if (problem) *problem = "its evaluation record's verify." + why;
     return nullptr;
