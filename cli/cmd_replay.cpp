@@ -3,10 +3,10 @@
 
 #include <cstdio>
 #include <iostream>
-#include <map>
 
 #include "cli/evaluation.h"
 #include "rules/history/replay.h"
+#include "runtime/common/dtypes.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -197,19 +197,16 @@ Target with_input(EvalSession& s, const Target& t, const fs::path& file) {
   if (arg == t.args.size()) throw Error(t.id + " has no tensor argument to replace");
   std::string bytes;
   if (!read_file(file, &bytes)) throw Error("cannot read " + file.string());
-  static const std::map<std::string, size_t> kSize = {
-      {"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2}, {"int64", 8},
-      {"int32", 4},   {"int16", 2},   {"int8", 1},    {"uint8", 1},    {"bool", 1}};
   const json& a = t.args[arg];
-  auto size = kSize.find(a.value("dtype", ""));
-  if (size != kSize.end() && a.contains("sizes")) {
+  const size_t elem = static_cast<size_t>(dtypes::bytes(a.value("dtype", "")));
+  if (elem > 0 && a.contains("sizes")) {
     size_t numel = 1;
     for (const auto& d : a["sizes"]) numel *= d.get<size_t>();
-    if (bytes.size() != numel * size->second)
+    if (bytes.size() != numel * elem)
       throw UsageError(file.string() + " has " + std::to_string(bytes.size()) +
                        " bytes; argument " + a.value("name", std::to_string(arg)) + " of " + t.id +
                        " (" + a.value("dtype", "") + " " + a["sizes"].dump() + ") needs " +
-                       std::to_string(numel * size->second));
+                       std::to_string(numel * elem));
   }
   json entries = json::array();
   if (!t.sample_inputs.empty() && t.sample_inputs.is_array()) {

@@ -11,6 +11,7 @@
 #include "rules/capture/ceiling.h"
 #include "rules/capture/model_command.h"
 #include "rules/capture/runtime_build.h"
+#include "runtime/common/dtypes.h"
 #include "util/atomic_file.h"
 #include "util/hash.h"
 
@@ -24,24 +25,13 @@ std::string tail(const std::string& s, size_t n = 2000) {
   return s.size() > n ? "…" + s.substr(s.size() - n) : s;
 }
 
-// Element sizes by torch's dtype names (as the capture library writes them).
-size_t dtype_size(const std::string& dtype) {
-  static const std::map<std::string, size_t> sizes = {
-      {"float32", 4}, {"float64", 8}, {"float16", 2},   {"bfloat16", 2},   {"int64", 8},
-      {"int32", 4},   {"int16", 2},   {"int8", 1},      {"uint8", 1},      {"bool", 1},
-      {"uint16", 2},  {"uint32", 4},  {"uint64", 8},    {"complex64", 8},  {"complex128", 16},
-      {"complex32", 4}, {"float8_e5m2", 1}, {"float8_e4m3fn", 1}};
-  auto it = sizes.find(dtype);
-  return it == sizes.end() ? 0 : it->second;
-}
-
 // Bytes of a tensor argument, or of every tensor in a list argument.
 double tensor_bytes(const json& t) {
   if (!t.is_object()) return 0;
   if (t.value("type", "") == "Tensor") {
     double n = 1;
     for (const auto& s : t.value("sizes", json::array())) n *= s.get<double>();
-    return n * dtype_size(t.value("dtype", ""));
+    return n * dtypes::bytes(t.value("dtype", ""));
   }
   double sum = 0;
   if (t.contains("value") && t["value"].is_array())

@@ -86,9 +86,11 @@ std::optional<json> ensure_worker(BuildContext& ctx) {
   spec.kind = "runtime";
   spec.label = "evaluation worker for torch " + ctx.toolchain.torch_version;
   spec.name = "runtime/worker";
-  // The worker includes the candidate ABI header from runtime/abi.
+  // The worker includes the candidate ABI header from runtime/abi and the
+  // torch-free rules from runtime/common.
   spec.inputs = {{"sources", tree_digest(src)},
                  {"abi", tree_digest(runtime / "abi")},
+                 {"common", tree_digest(runtime / "common")},
                  {"package", tree_digest(runtime / "package")},
                  {"cmake", tree_digest(runtime / "cmake")},
                  {"toolchain", ctx.toolchain.fingerprint()},
@@ -129,12 +131,16 @@ std::optional<RuntimeLibs> ensure_runtime(BuildContext& ctx, bool with_worker) {
   }
   const fs::path src = fs::path(FORGE_SOURCE_DIR) / "runtime" / "capture";
   const std::string sources = tree_digest(src);
+  const std::string common = tree_digest(src.parent_path() / "common");
   StepSpec spec;
   spec.kind = "runtime";
   spec.label = "capture library for torch " + ctx.toolchain.torch_version;
   spec.name = "runtime/capture";
   spec.inputs = {{"sources", sources},
                  {"cmake", tree_digest(src.parent_path() / "cmake")},
+                 // the dtype table (runtime/common/dtypes.h, with runtime/abi's codes)
+                 {"common", common},
+                 {"abi", tree_digest(src.parent_path() / "abi")},
                  {"toolchain", ctx.toolchain.fingerprint()},
                  {"torch_prefix", ctx.toolchain.torch_prefix}};
   const fs::path out = user_cache_dir() / "runtime" / step_key(spec).substr(0, 16);
@@ -153,7 +159,8 @@ std::optional<RuntimeLibs> ensure_runtime(BuildContext& ctx, bool with_worker) {
   RuntimeLibs libs;
   libs.capture_lib = rec["capture_lib"].get<std::string>();
   libs.torchscript_runner = rec["torchscript_runner"].get<std::string>();
-  libs.digest = sources;
+  // What the capture library is built from: its folder and the dtype table.
+  libs.digest = Hasher().add("capture", sources).add("common", common).hex();
   if (with_worker) {
     auto worker = ensure_worker(ctx);
     if (!worker) return std::nullopt;

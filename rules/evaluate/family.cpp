@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <map>
 #include <regex>
-#include <set>
 
+#include "runtime/common/dtypes.h"
+#include "runtime/common/signature_family.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -96,15 +97,13 @@ void validate(const YAML::Node& root, const fs::path& path, const FamilyError& e
     if (!op.IsScalar() || op.Scalar().empty())
       err.fail(op, "'ops' entries must be op names such as _softmax or mean.dim");
 
-  static const std::set<std::string> dtypes = {"float32", "float64", "float16", "bfloat16", "int64",
-                                               "int32",   "int16",   "int8",    "uint8",    "bool"};
   const YAML::Node tol = root["tolerance"];
   if (!tol) err.fail("missing 'tolerance' (per dtype: {atol, rtol})");
   if (!tol.IsMap() || tol.size() == 0)
     err.fail(tol, "'tolerance' must map dtypes to {atol: X, rtol: Y}");
   for (const auto& kv : tol) {
     const std::string dtype = kv.first.Scalar();
-    if (!dtypes.count(dtype)) err.fail(kv.first, "unknown dtype '" + dtype + "' in 'tolerance'");
+    if (!dtypes::in_abi(dtype)) err.fail(kv.first, "unknown dtype '" + dtype + "' in 'tolerance'");
     if (!kv.second.IsMap()) err.fail(kv.second, "tolerance." + dtype + " must be {atol, rtol}");
     for (const char* k : {"atol", "rtol"}) {
       const YAML::Node v = kv.second[k];
@@ -149,6 +148,17 @@ void validate(const YAML::Node& root, const fs::path& path, const FamilyError& e
   for (const char* section : {"signature_family", "cost"})
     if (const YAML::Node n = root[section]; n && !n.IsMap())
       err.fail(n, std::string("'") + section + "' must be a mapping");
+  // The rule the worker and the package guard read (runtime/common/signature_family.h).
+  if (const YAML::Node sf = root["signature_family"]) {
+    std::string why;
+    try {
+      why = family::problem(family::parse(to_json(sf)));
+    } catch (const json::exception& e) {
+      why = "malformed (vary: [{arg, dim}], pins: [{arg, vary}], contiguous: bool, vary_outputs: [k]): " +
+            std::string(e.what());
+    }
+    if (!why.empty()) err.fail(sf, "signature_family: " + why);
+  }
 }
 
 }  // namespace

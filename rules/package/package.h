@@ -44,7 +44,7 @@ std::optional<std::string> failed_package_check(const Manifest& manifest);
 // record's verify.vary_max (the largest extent the worker verified per
 // signature_family.vary entry, in order), or null when `vary` is empty, the
 // record has none (*problem says so) or it is malformed (*problem says how).
-// The guard (runtime/package/vary_bound.h) then takes no larger call, and
+// The guard (runtime/common/signature_family.h) then takes no larger call, and
 // without it only the captured extent.
 nlohmann::json package_vary_max(const nlohmann::json& verify, const nlohmann::json& vary,
                                 std::string* problem = nullptr);

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "../common/dtypes_torch.h"
 #include "json.h"
 
 namespace forge::capture {
@@ -22,34 +23,8 @@ namespace {
 // ---------------------------------------------------------------------------
 // Names
 
-std::string dtype_name(c10::ScalarType t) {
-  switch (t) {
-    case c10::ScalarType::Byte: return "uint8";
-    case c10::ScalarType::Char: return "int8";
-    case c10::ScalarType::Short: return "int16";
-    case c10::ScalarType::Int: return "int32";
-    case c10::ScalarType::Long: return "int64";
-    case c10::ScalarType::UInt16: return "uint16";
-    case c10::ScalarType::UInt32: return "uint32";
-    case c10::ScalarType::UInt64: return "uint64";
-    case c10::ScalarType::Half: return "float16";
-    case c10::ScalarType::Float: return "float32";
-    case c10::ScalarType::Double: return "float64";
-    case c10::ScalarType::BFloat16: return "bfloat16";
-    case c10::ScalarType::ComplexHalf: return "complex32";
-    case c10::ScalarType::ComplexFloat: return "complex64";
-    case c10::ScalarType::ComplexDouble: return "complex128";
-    case c10::ScalarType::Bool: return "bool";
-    case c10::ScalarType::QInt8: return "qint8";
-    case c10::ScalarType::QUInt8: return "quint8";
-    case c10::ScalarType::QInt32: return "qint32";
-    case c10::ScalarType::Float8_e5m2: return "float8_e5m2";
-    case c10::ScalarType::Float8_e4m3fn: return "float8_e4m3fn";
-    case c10::ScalarType::Float8_e5m2fnuz: return "float8_e5m2fnuz";
-    case c10::ScalarType::Float8_e4m3fnuz: return "float8_e4m3fnuz";
-    default: return c10::toString(t);
-  }
-}
+// The dtype table's name (runtime/common/dtypes.h), else c10's.
+std::string dtype_name(c10::ScalarType t) { return dtypes::name_of(t); }
 
 std::string layout_name(c10::Layout l) {
   switch (l) {

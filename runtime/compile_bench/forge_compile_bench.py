@@ -22,11 +22,14 @@ import time
 
 import torch
 
-DTYPES = {
-    "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-    "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
-    "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
-}
+
+def torch_dtype(name):
+    """The torch dtype of a capture's dtype name: the names of forge's dtype
+    table (runtime/common/dtypes.h) are torch's own attribute names."""
+    d = getattr(torch, name, None)
+    if not isinstance(d, torch.dtype):
+        raise KeyError(name)
+    return d
 
 
 def build_args(req, device):
@@ -38,7 +41,7 @@ def build_args(req, device):
     for i, rec in enumerate(req["args"]):
         t = rec.get("type")
         if t == "Tensor":
-            dtype = DTYPES[rec["dtype"]]
+            dtype = torch_dtype(rec["dtype"])
             sizes, strides = rec["sizes"], rec["strides"]
             entry = files[i] if i < len(files) else None
             n = 1
@@ -57,7 +60,7 @@ def build_args(req, device):
         elif t == "None":
             args.append(None)
         elif t == "ScalarType":
-            args.append(DTYPES[rec["value"]])
+            args.append(torch_dtype(rec["value"]))
         elif t in ("int", "float", "bool", "int[]", "float[]", "bool[]"):
             args.append(rec["value"])
         elif t == "list":

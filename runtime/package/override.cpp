@@ -5,8 +5,8 @@
 // Loading it (torch.ops.load_library, forge run, or linking) reads
 // package.json beside it and registers, per overridden op, one boxed kernel at
 // aten's CPU or CUDA key. That kernel tries each forged entry's guard (the
-// signature family the kernel was verified for, docs/CANDIDATE_ABI.md, its
-// varied dims no larger than the worker verified: vary_bound.h) and
+// signature family the kernel was verified for, its varied dims no larger
+// than the worker verified: runtime/common/signature_family.h) and
 // runs the first that matches; everything else, a CPU call in a process
 // with more intra-op threads than stock had when the kernel beat it, and any
 // kernel that returns nonzero, go to the stock kernel (stock.cpp). The
@@ -40,9 +40,9 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "../common/signature_family.h"
 #include "../worker/op_args.h"
 #include "stock.h"
-#include "vary_bound.h"
 
 namespace forge::package {
 namespace fs = std::filesystem;
@@ -94,24 +94,14 @@ void print_native_stack(int sig) {
 using KernelFn = int (*)(const forge_call*);
 using WorkspaceFn = int64_t (*)(const forge_call*);
 
-struct Vary {
-  int arg = 0, dim = 0;
-};
-struct Pin {  // an int argument that must equal a varied extent (group_norm's N)
-  int arg = 0, vary = 0;
-};
-
 // One forged kernel and the signature family it may be trusted with.
 struct Entry {
   std::string target, signature, strategy;
   worker::OpSpec spec;  // the captured arguments
-  std::vector<Vary> vary;
-  // The extents of each vary entry the worker verified (vary_bound.h): 1..vary_max,
-  // or the captured extent alone for an entry packaged without vary_max.
-  std::vector<VaryBound> verified;
-  std::vector<Pin> pins;
-  bool contiguous = true;
-  std::vector<int> vary_outputs;  // outputs whose dim 0 follows vary[0]
+  family::SignatureFamily sig;  // vary, pins, contiguous, vary_outputs
+  // The extents of each vary entry the worker verified: 1..vary_max, or the
+  // captured extent alone for an entry packaged without vary_max.
+  std::vector<family::VaryBound> verified;
   struct Output {
     c10::ScalarType dtype;
     std::vector<int64_t> sizes, strides;
@@ -225,20 +215,14 @@ uint64_t fallback_key(uint64_t seed, c10::ArrayRef<c10::IValue> args) {
   return f.h;
 }
 
-bool is_vary(const Entry& e, int arg, int dim, size_t* which) {
-  for (size_t k = 0; k < e.vary.size(); ++k)
-    if (e.vary[k].arg == arg && e.vary[k].dim == dim) return *which = k, true;
-  return false;
-}
-
-// Does this call lie inside the entry's signature family? Fills the varied
-// extents. Every argument is compared with the captured one, and the varied
-// extents with what was verified (within_verified, vary_bound.h; the same rule
-// in Python: compile.py's _matches).
+// Does this call lie inside the entry's signature family
+// (runtime/common/signature_family.h)? Fills the varied extents. Every
+// argument is compared with the captured one, and the varied extents with what
+// was verified (the same rule in Python: compile.py's _matches).
 bool matches(const Entry& e, c10::ArrayRef<c10::IValue> args, std::vector<int64_t>& extent) {
   const auto& specs = e.spec.args;
   if (args.size() != specs.size()) return false;
-  extent.assign(e.vary.size(), -1);
+  extent.assign(e.sig.vary.size(), -1);
   const bool grad = c10::GradMode::is_enabled();
   for (size_t i = 0; i < specs.size(); ++i) {
     const ArgSpec& s = specs[i];
@@ -252,30 +236,17 @@ bool matches(const Entry& e, c10::ArrayRef<c10::IValue> args, std::vector<int64_
           return false;
         // Forged kernels have no backward of their own: leave training to stock.
         if (grad && t.requires_grad()) return false;
-        for (int64_t d = 0; d < t.dim(); ++d) {
-          size_t k;
-          if (is_vary(e, static_cast<int>(i), static_cast<int>(d), &k)) extent[k] = t.size(d);
-          else if (t.size(d) != s.sizes[d]) return false;
-        }
-        if (e.contiguous ? !t.is_contiguous() : t.strides() != c10::IntArrayRef(s.strides))
+        if (!family::shape_matches(e.sig, static_cast<int>(i), s.sizes, t.sizes(), extent)) return false;
+        if (!family::layout_matches(e.sig, t.is_contiguous(), t.strides(), s.strides, t.storage_offset()))
           return false;
-        if (t.storage_offset() != 0 && !e.contiguous) return false;
         break;
       }
       case ArgKind::None:
         if (!(v.isNone() || (v.isTensor() && !v.toTensor().defined()))) return false;
         break;
-      case ArgKind::Int: {
-        if (!v.isInt()) return false;
-        bool pinned = false;
-        for (const auto& p : e.pins)
-          if (p.arg == static_cast<int>(i)) {
-            pinned = true;
-            if (extent[p.vary] < 0 || v.toInt() != extent[p.vary]) return false;
-          }
-        if (!pinned && v.toInt() != s.i) return false;
+      case ArgKind::Int:
+        if (!v.isInt() || !family::int_matches(e.sig, static_cast<int>(i), v.toInt(), s.i, extent)) return false;
         break;
-      }
       case ArgKind::Float:
         if (!v.isDouble() || v.toDouble() != s.f) return false;
         break;
@@ -294,7 +265,7 @@ bool matches(const Entry& e, c10::ArrayRef<c10::IValue> args, std::vector<int64_
   }
   // An empty batch, or one larger than the worker verified, goes to stock
   // (counted with the calls outside every family).
-  return within_verified(e.verified, extent);
+  return family::within_verified(e.verified, extent);
 }
 
 // Runs the entry's kernel; empty when it returned nonzero.
@@ -311,7 +282,7 @@ std::optional<std::vector<at::Tensor>> run_forged(Entry& e, c10::ArrayRef<c10::I
     inputs.push_back(worker::forge_view(t));
   }
   std::vector<forge_scalar> scalars = e.scalars;
-  for (const auto& p : e.pins) {  // a pinned int follows its extent
+  for (const auto& p : e.sig.pins) {  // a pinned int follows its extent
     int k = -1;
     for (int i = 0; i <= p.arg; ++i)
       if (!e.spec.args[i].schema_tensor) ++k;
@@ -326,8 +297,8 @@ std::optional<std::vector<at::Tensor>> run_forged(Entry& e, c10::ArrayRef<c10::I
   for (size_t k = 0; k < e.outputs.size(); ++k) {
     const auto& o = e.outputs[k];
     std::vector<int64_t> sizes = o.sizes, strides = o.strides;
-    bool follows = !e.vary.empty() && !sizes.empty() &&
-                   std::find(e.vary_outputs.begin(), e.vary_outputs.end(), k) != e.vary_outputs.end();
+    const auto& vo = e.sig.vary_outputs;
+    bool follows = !e.sig.vary.empty() && !sizes.empty() && std::find(vo.begin(), vo.end(), k) != vo.end();
     if (follows) sizes[0] = extent[0];
     if (o.contiguous) strides = contiguous_strides(sizes);
     outs.push_back(at::empty_strided(sizes, strides, at::TensorOptions().dtype(o.dtype).device(device)));
@@ -455,14 +426,12 @@ std::unique_ptr<Entry> load_entry(const json& j, const fs::path& dir, bool cuda)
   json req = {{"op", j.at("op")}, {"overload", j.value("overload", "")}, {"args", j.at("args")}};
   e->spec = worker::parse_op(req, cuda);
   if (!e->spec.abi_problem.empty()) throw std::runtime_error(e->spec.abi_problem);
-  for (const auto& v : j.value("vary", json::array())) e->vary.push_back({v.at("arg"), v.at("dim")});
+  e->sig = family::parse(j);
+  if (std::string why = family::problem(e->sig); !why.empty()) throw std::runtime_error(why);
   std::string bound_problem;
-  e->verified = verified_bounds(j, &bound_problem);
+  e->verified = family::verified_bounds(j, &bound_problem);
   if (j.contains("vary_max") && !bound_problem.empty())
     warn(e->target + ": " + bound_problem + "; its kernel takes the captured extent only");
-  for (const auto& p : j.value("pins", json::array())) e->pins.push_back({p.at("arg"), p.at("vary")});
-  e->contiguous = j.value("contiguous", true);
-  e->vary_outputs = j.value("vary_outputs", std::vector<int>{});
   for (const auto& o : j.at("outputs")) {
     auto dt = worker::dtype_from_name(o.value("dtype", ""));
     if (o.value("type", "") != "Tensor" || !dt) throw std::runtime_error("an output is not a tensor");

@@ -22,7 +22,6 @@ using detail::bits;
 using detail::distinct_view;
 using detail::dtype_text;
 using detail::extent_bytes;
-using detail::kDtypes;
 
 // The guard byte: drawn per evaluation (set_guard_byte), so a kernel cannot
 // recognise a guarded buffer by a constant pattern.
@@ -107,11 +106,7 @@ std::optional<int64_t> damaged_guard(const Buffer& b) {
   return std::nullopt;
 }
 
-int32_t forge_dtype(c10::ScalarType t) {
-  for (const auto& d : kDtypes)
-    if (d.type == t) return d.forge;
-  return -1;
-}
+int32_t forge_dtype(c10::ScalarType t) { return dtypes::abi_code(t); }
 
 forge_tensor forge_view(const at::Tensor& t) {
   forge_tensor f{};

@@ -80,6 +80,8 @@
 
 #include <ATen/core/LegacyTypeDispatch.h>
 
+#include "../common/dtypes_torch.h"
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -131,14 +133,13 @@ std::optional<Format> format_of(c10::ScalarType t) {
   }
 }
 
+// The dtype's name (runtime/common/dtypes.h) for the four float formats above;
+// nullptr for any other.
 const char* dtype_key(c10::ScalarType t) {
-  switch (t) {
-    case c10::ScalarType::Float: return "float32";
-    case c10::ScalarType::Double: return "float64";
-    case c10::ScalarType::Half: return "float16";
-    case c10::ScalarType::BFloat16: return "bfloat16";
-    default: return nullptr;
-  }
+  if (!format_of(t)) return nullptr;
+  for (const auto& d : dtypes::kTorch)
+    if (d.type == t) return d.name.data();  // the table's names are string literals
+  return nullptr;
 }
 
 AccuracyRule default_rule(c10::ScalarType t) {

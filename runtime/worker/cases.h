@@ -1,8 +1,8 @@
-// The worker's case planning: which cases verify a candidate and how their
-// inputs are made (docs/WORKER.md, "Verification cases"): the captured
-// samples, fresh random values, the size sweep of each varied dim, the
-// specials (-inf rows, NaN, ...) and the storage offset; each case's inputs
-// allocated (abi_views.h) and filled. Part of op_args.h.
+// The worker's cases (docs/WORKER.md, "Verification cases"): the plans
+// (case_plan.h: the captured samples, fresh random values, the size sweep of
+// each varied dim, the specials and the storage offset) for the op's
+// arguments, and each case's inputs allocated (abi_views.h) and filled. Part
+// of op_args.h.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -12,25 +12,11 @@
 #include <vector>
 
 #include "abi_views.h"
+#include "case_plan.h"
 #include "evaluator.h"
 #include "op_spec.h"
 
 namespace forge::worker {
-
-// How the inputs of a case are made.
-struct CasePlan {
-  enum Kind { Sample, Fresh, Edge, Special } kind = Fresh;
-  std::string name;
-  int sample = 0;              // Sample
-  uint64_t seed = 0;           // Fresh, Edge, Special
-  double lo = -3, hi = 3;      // value range (also used when refilling in place)
-  int edge_arg = -1;           // Edge
-  int edge_dim = 0;
-  int64_t edge_size = 0;
-  int edge_vary = -1;          // Edge: its index in Family::vary (for pins)
-  std::string special;         // Special
-  int64_t shift_elems = 0;     // inputs start this many elements past an aligned address
-};
 
 struct Case {
   CasePlan plan;
@@ -40,8 +26,7 @@ struct Case {
   int64_t guard = kGuardBytes;     // guard bytes of its buffers (outputs too)
 };
 
-// The plans, in protocol order: samples, fresh seeds x ranges, edge sizes,
-// specials. Unknown specials and impossible edges are skipped with a note.
+// The plans of case_plan.h for the op's arguments.
 std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const Family& family, uint64_t seed,
                                  std::vector<std::string>& notes);
 

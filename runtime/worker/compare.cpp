@@ -26,23 +26,9 @@ double value_at(const at::Tensor& flat, int64_t i) { return flat[i].item<double>
 }  // namespace
 
 Tolerance tolerance_for(const Family& family, c10::ScalarType out, std::optional<c10::ScalarType> in) {
-  auto lookup = [&](c10::ScalarType t) -> std::optional<Tolerance> {
-    std::string key = dtype_text(t);
-    if (!family.tolerance.contains(key)) return std::nullopt;
-    const json& e = family.tolerance[key];
-    if (!e.is_object()) return std::nullopt;
-    return Tolerance{e.value("atol", 0.0), e.value("rtol", 0.0)};
-  };
-  if (!at::isFloatingType(out)) return Tolerance{0, 0};
-  if (auto t = lookup(out)) return *t;
-  if (in)
-    if (auto t = lookup(*in)) return *t;
-  switch (out) {
-    case c10::ScalarType::Double: return {1e-12, 1e-10};
-    case c10::ScalarType::Half: return {1e-3, 1e-3};
-    case c10::ScalarType::BFloat16: return {4e-3, 1.6e-2};
-    default: return {1e-6, 1e-5};
-  }
+  const std::optional<std::string> in_name = in ? std::optional<std::string>(dtype_text(*in)) : std::nullopt;
+  return tolerance_for(family, dtype_text(out), at::isFloatingType(out),
+                       in_name ? std::optional<std::string_view>(*in_name) : std::nullopt);
 }
 
 std::vector<at::Tensor> call_stock(const OpSpec& spec, const std::vector<c10::IValue>& args, bool clone_inputs) {
@@ -70,22 +56,6 @@ std::vector<at::Tensor> call_stock(const OpSpec& spec, const std::vector<c10::IV
     }
   }
   return outs;
-}
-
-std::string index_text(at::IntArrayRef sizes, int64_t flat) {
-  std::vector<int64_t> idx(sizes.size());
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-    int64_t s = std::max<int64_t>(sizes[d], 1);
-    idx[static_cast<size_t>(d)] = flat % s;
-    flat /= s;
-  }
-  std::string out = "[";
-  for (size_t d = 0; d < idx.size(); ++d) {
-    if (d) out += ',';
-    out += std::to_string(idx[d]);
-  }
-  out += ']';
-  return out;
 }
 
 std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Tensor& ref, Tolerance tol,

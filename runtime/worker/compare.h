@@ -1,6 +1,7 @@
 // The worker's comparison: the stock kernel's reference output, and a
 // candidate's outputs compared with it within the family's tolerance (NaN and
-// inf exactly, integers exactly), bit for bit between runs. Part of op_args.h.
+// inf exactly, integers exactly), bit for bit between runs; its torch-free
+// rule (tolerances, detail texts) is compare_rule.h. Part of op_args.h.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -10,16 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "compare_rule.h"
 #include "op_spec.h"
 
 namespace forge::worker {
 
-// The tolerance of an output: |out - ref| <= atol + rtol |ref|.
-struct Tolerance {
-  double atol = 0;
-  double rtol = 0;
-};
-// Tolerance for an output of dtype `out`; `in` is the first floating input's dtype.
+// Tolerance for an output of dtype `out`; `in` is the first floating input's
+// dtype (the rule: compare_rule.h).
 Tolerance tolerance_for(const Family& family, c10::ScalarType out, std::optional<c10::ScalarType> in);
 
 // Calls the stock kernel through the dispatcher, below autograd, on clones of
@@ -44,7 +42,5 @@ std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Te
 // The first element whose bits differ, as "[i,j] (a vs b)", or nullopt.
 std::optional<std::string> first_bit_difference(const at::Tensor& a, const at::Tensor& b);
 
-// A flat index as "[i,j,...]" over sizes, for detail texts.
-std::string index_text(at::IntArrayRef sizes, int64_t flat);
 
 }  // namespace forge::worker

@@ -1,8 +1,7 @@
 // The worker's parsing: a request's JSON into the call spec. The op found in
 // the dispatcher and its arguments rebuilt from the capture's records
 // (docs/CAPTURE.md, the JSON schema), with what the candidate ABI cannot carry
-// noted; and the family's verification parameters (targets/<family>/family.yaml
-// as JSON). Part of op_args.h.
+// noted (the family's parameters: family_params.h). Part of op_args.h.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "evaluator.h"
+#include "family_params.h"
 
 namespace forge::worker {
 
@@ -47,21 +47,6 @@ struct OpSpec {
 // Finds the op in the dispatcher and rebuilds its argument records. Throws
 // RequestError for a malformed request or an unknown op.
 OpSpec parse_op(const json& request, bool cuda_available);
-
-// The verification parameters of targets/<family>/family.yaml (as JSON).
-struct Family {
-  std::vector<int64_t> edge_sizes;
-  std::vector<std::pair<double, double>> ranges{{-3.0, 3.0}};
-  int seeds = 1;
-  std::vector<std::string> specials;
-  std::vector<std::pair<int, int>> vary;  // {arg index, dim}
-  // {int arg index, vary index}: the scalar is that varied extent (group_norm's
-  // N is its input's dim 0), so an edge case sets it with the size.
-  std::vector<std::pair<int, int>> pins;
-  std::pair<int64_t, int64_t> int_range{0, 16};  // [lo, hi) for integer tensors
-  json tolerance = json::object();
-};
-Family parse_family(const json& family);
 
 // "float32" -> Float (the capture's dtype names); nullopt for an unknown name.
 std::optional<c10::ScalarType> dtype_from_name(const std::string& name);

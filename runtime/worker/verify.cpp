@@ -67,9 +67,9 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
   json accuracy = json::object();
   // The largest extent verified per signature_family.vary entry (the package's
   // bound); the captured extent counts as verified by the samples.
-  std::vector<int64_t> vary_max(j.family.vary.size(), 0);
-  for (size_t v = 0; v < j.family.vary.size(); ++v) {
-    const auto [arg, dim] = j.family.vary[v];
+  std::vector<int64_t> vary_max(j.family.sig.vary.size(), 0);
+  for (size_t v = 0; v < j.family.sig.vary.size(); ++v) {
+    const auto [arg, dim] = j.family.sig.vary[v];
     if (arg >= 0 && static_cast<size_t>(arg) < j.spec.args.size() && j.spec.args[arg].kind == ArgKind::Tensor) {
       const auto& sizes = j.spec.args[arg].sizes;
       const int64_t d = dim < 0 ? dim + static_cast<int64_t>(sizes.size()) : dim;

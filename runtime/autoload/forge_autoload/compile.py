@@ -58,9 +58,8 @@ def _vary_bounds(entry):
 def _within_verified(entry, extent):
     """Is every varied extent of a call inside what the worker verified? The
     bound of the package guard; its C++ twin is within_verified in
-    runtime/package/vary_bound.h (libforge.so's guard, override.cpp), whose
-    comment names the other places the signature-family rule is written
-    (runtime/worker/cases.cpp verifies the extents). Below 1 never: an
+    runtime/common/signature_family.h, the one home of the signature-family
+    rule, which libforge.so's guard and the worker use. Below 1 never: an
     empty batch goes to stock."""
     bounds = _vary_bounds(entry)
     if len(extent) != len(bounds):
@@ -72,7 +71,8 @@ def _within_verified(entry, extent):
 
 
 def _matches(entry, args):
-    """The Python mirror of the package guard (runtime/package/override.cpp)."""
+    """The Python mirror of the package guard (runtime/package/override.cpp's
+    matches over runtime/common/signature_family.h)."""
     import torch
 
     recs = entry["args"]

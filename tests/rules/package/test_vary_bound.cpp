@@ -2,7 +2,7 @@
 // item 3): a package.json entry carries the worker's verify.vary_max, and the
 // guard takes a varied extent in 1..vary_max, or, for an entry packaged
 // without one, the captured extent only. No torch: the bound
-// (runtime/package/vary_bound.h, what libforge.so's guard calls), the
+// (runtime/common/signature_family.h, what libforge.so's guard calls), the
 // packager's carry (package_vary_max), and the Python twin in compile.py
 // (torch.compile routing) checked to agree with the C++ on the same cases.
 #include <doctest/doctest.h>
@@ -13,14 +13,14 @@
 #include <nlohmann/json.hpp>
 
 #include "rules/package/package.h"
-#include "runtime/package/vary_bound.h"
+#include "runtime/common/signature_family.h"
 #include "tests/support.h"
 
 namespace forge {
 namespace fs = std::filesystem;
 using nlohmann::json;
-using package::verified_bounds;
-using package::within_verified;
+using family::verified_bounds;
+using family::within_verified;
 
 TEST_SUITE_BEGIN("rules::PackageVaryBound");
 

@@ -1,0 +1,166 @@
+// Package, assembly (assembly.h).
+#include "rules/package/assembly.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "engine/store_json.h"
+#include "rules/evaluate/compile.h"
+#include "rules/evaluate/family.h"
+#include "rules/improvement.h"
+#include "rules/package/package.h"
+#include "runtime/common/signature_family.h"
+#include "util/atomic_file.h"
+#include "util/hash.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// The kernel a target ships (Target::shipped: the tip of its improvement chain,
+// rules/improvement.h), with its evaluation record.
+const KernelRecord* shipped_kernel(BuildContext& ctx, const Target& t, json* evaluation) {
+  if (!t.shipped) return nullptr;
+  *evaluation = get_json_object(ctx.builder.store(), t.kernels[*t.shipped].evaluation);
+  return evaluation->is_object() ? &t.kernels[*t.shipped] : nullptr;
+}
+
+// One package.json entry, or null with a note when the target cannot ship.
+json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>& families,
+                   const fs::path& kernels_dir) {
+  json rec;
+  const KernelRecord* k = shipped_kernel(ctx, t, &rec);
+  if (!k) return nullptr;
+  auto family = find_family(families, t.op);
+  const std::string so = rec.value("compile", json::object()).value("so", "");
+  if (!family || so.empty()) {
+    ctx.notes.push_back("package: " + t.id + " has no family or compiled kernel; not packaged");
+    return nullptr;
+  }
+  if (materialize_object(ctx.builder.store(), so, kernels_dir, ".so").empty()) {
+    ctx.notes.push_back("package: the kernel of " + t.id + " is missing from the store");
+    return nullptr;
+  }
+  const auto dot = t.op.find('.');
+  json entry = {{"target", t.id},
+               {"op", "aten::" + t.op.substr(0, dot)},
+               {"overload", dot == std::string::npos ? "" : t.op.substr(dot + 1)},
+               {"signature", t.signature},
+               {"args", t.args},
+               {"outputs", t.outputs},
+               {"family", family->spec},
+               {"kernel", "kernels/" + so + ".so"},
+               {"strategy", kernel_label(k->proposer, k->strategy, k->params)},
+               {"iteration", k->iteration},
+               {"speedup_eager", rec["bench"].value("speedup_eager", 0.0)},
+               {"speedup_compile", t.best_speedup_compile ? json(*t.best_speedup_compile) : json(nullptr)},
+               // Compiled graphs call the forged kernel only where it beat Inductor
+               // (runtime/autoload/forge_autoload/compile.py reads this).
+               {"under_compile", t.under_compile.empty() ? "inductor" : t.under_compile}};
+  // The signature family the guard applies (vary, pins, contiguous,
+  // vary_outputs: runtime/common/signature_family.h), validated when the
+  // family file loaded.
+  entry.update(family::to_json<json>(family::parse(family->spec.value("signature_family", json::object()))));
+  // CPU kernels are single-threaded and were timed against stock running
+  // bench.threads intra-op threads: the guard takes them only in processes
+  // that give stock no more threads than that (docs/PACKAGE.md).
+  if (ctx.device.backend == "cpu" && rec["bench"].value("threads", 0) > 0)
+    entry["stock_threads"] = rec["bench"]["threads"];
+  // The largest varied extents the worker verified: the guard takes no larger
+  // call, and without them only the captured extent (runtime/common/signature_family.h).
+  std::string problem;
+  json vary_max = package_vary_max(rec.value("verify", json::object()), entry["vary"], &problem);
+  if (!vary_max.is_null()) entry["vary_max"] = std::move(vary_max);
+  else if (!problem.empty()) {
+    const std::string note = "package: " + t.id + ": " + problem + "; its kernel is used for the captured extent only";
+    if (std::find(ctx.notes.begin(), ctx.notes.end(), note) == ctx.notes.end())  // once, not per round
+      ctx.notes.push_back(note);
+  }
+  return entry;
+}
+
+}  // namespace
+
+void swap_in(const fs::path& staged, const fs::path& dir) {
+  const fs::path old = dir.string() + ".old-" + std::to_string(::getpid());
+  std::error_code ec;
+  if (fs::exists(dir)) fs::rename(dir, old);
+  fs::rename(staged, dir);
+  fs::remove_all(old, ec);
+}
+
+fs::path package_dir(const Manifest& manifest) { return manifest.store / "package"; }
+
+json package_vary_max(const json& verify, const json& vary, std::string* problem) {
+  if (problem) problem->clear();
+  if (!vary.is_array() || vary.empty()) return nullptr;  // nothing varies: nothing to bound
+  if (!verify.is_object() || !verify.contains("vary_max")) {
+    if (problem) *problem = "its evaluation record has no verify.vary_max (verified before the worker reported it)";
+    return nullptr;
+  }
+  const std::string why = family::vary_max_problem(verify["vary_max"], vary.size());
+  if (!why.empty()) {
+    if (problem) *problem = "its evaluation record's verify." + why;
+    return nullptr;
+  }
+  return verify["vary_max"];
+}
+
+Assembly assemble_package(BuildContext& ctx, const std::set<std::string>& left_out, const fs::path& staged) {
+  Assembly out;
+  const fs::path dir = package_dir(ctx.manifest);
+  std::error_code ec;
+  fs::remove_all(staged, ec);
+  fs::create_directories(staged / "kernels");
+
+  const auto families = load_families(default_targets_dir());
+  json entries = json::array();
+  for (const auto& t : ctx.targets) {
+    if (t.kernels.empty() || left_out.count(t.model)) continue;
+    json e = package_entry(ctx, t, families, staged / "kernels");
+    if (e.is_null()) continue;
+    entries.push_back(std::move(e));
+    out.forged_by_model[t.model].push_back(&t);
+  }
+  if (entries.empty()) return out;
+  out.empty = false;
+  out.rt = ensure_runtime(ctx, /*with_worker=*/true);
+  const auto& rt = out.rt;
+  if (!rt || rt->package_lib.empty()) {
+    ctx.failed = out.failed = true;
+    ctx.notes.push_back("package: libforge.so is not built (see the worker's build above)");
+    return out;
+  }
+  const json pkg = {{"version", 1},
+                    {"backend", ctx.device.backend},
+                    {"torch", ctx.toolchain.torch_version},
+                    {"entries", entries}};
+  Hasher h;
+  std::string compile_py;
+  read_file(fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload" / "forge_autoload" / "compile.py", &compile_py);
+  h.add("package", pkg.dump()).add("lib", rt->worker_digest).add("compile_py", compile_py);
+  out.digest = h.hex();
+  // An unchanged package is left in place (a running `forge run` keeps its
+  // files); any other is checked where it is staged, and swapped in once,
+  // after the last round (PackageRule::apply).
+  std::string current;
+  if (read_file(dir / "digest", &current) && current == out.digest) {
+    out.lib = dir / "libforge.so";
+  } else {
+    fs::copy_file(rt->package_lib, staged / "libforge.so", fs::copy_options::overwrite_existing);
+    // For programs that load the library themselves: `import forge_compile` (docs/PACKAGE.md).
+    fs::copy_file(fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload" / "forge_autoload" / "compile.py",
+                  staged / "forge_compile.py", fs::copy_options::overwrite_existing);
+    write_file_atomic(staged / "package.json", pkg.dump(2) + "\n");
+    write_file_atomic(staged / "digest", out.digest);
+    out.lib = staged / "libforge.so";
+  }
+  ctx.package = {{"status", "ok"}, {"library", (dir / "libforge.so").string()}, {"entries", entries.size()},
+                 {"digest", out.digest}, {"models", json::object()}};
+  return out;
+}
+
+}  // namespace forge
