@@ -130,7 +130,7 @@ TEST_CASE("a version-1 journal is read: its \"slower\" is not_faster, written ba
   SearchParams params;
   const std::string v1 =
       R"({"context":"ctx","format":"forge-journal",)"
-      R"("records":[{"action":{"kind":"strategy","params":{},"strategy":"s"},"i":0,"node":1,)"
+      R"("records":[{"action":{"kind":"strategy","note":"","params":{},"strategy":"s"},"i":0,"node":1,)"
       R"("outcome":{"speedup":0.9,"status":"slower","steps":{}},"parent":0}],)"
       R"("search":{"exploration":0.7,"seed":0,"widening_alpha":0.5,"widening_k":2.0},)"
       R"("seconds":1.0,"version":1})";
@@ -222,7 +222,7 @@ TEST_CASE("malformed journals are warnings and a fresh start") {
     expect = "is not a forge journal";
   }
   SUBCASE("other version") {
-    edit = [](json& j) { j["version"] = 2; };
+    edit = [](json& j) { j["version"] = kJournalVersion + 1; };
     expect = "has another format version";
   }
   SUBCASE("no seconds") {

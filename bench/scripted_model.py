@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Which kernel forge ships when a model's replies get faster: the race, end to end.
+
+    python3 bench/scripted_model.py [--trials 3] [--load 1] [--forge build/forge]
+
+The `command` provider is a script that answers the i-th request with the i-th
+kernel of a fixed sequence, whatever the prompt. Every kernel is the library's
+honest CPU softmax (targets/softmax/cpu_rows_3pass.cpp, AVX2, UNROLL 2) wrapped
+so that each call, after computing its result, busy-waits until it has taken
+RATIO times as long as the computation: the kernels are honest and stand in a
+known order of speed, whatever this machine is. The sequence (RATIO):
+1.728, 1.44, 1.2, 1.0, 1.01: each of the first four 1.2x faster than the one
+before, the last within 1% of the fastest. The goal: forge ships the 1.0 kernel,
+every trial.
+
+Each trial is a fresh project (empty store) with `--load` busy processes beside
+the build, on `_softmax` float32 [4, 4, 128, 128] (one intra-op thread). Prints
+a table last; writes bench/results/<date>_<commit>_cpu_scripted_model.json
+($OUT/ instead where OUT is set). Needs the repo's .venv (torch) on PATH as
+`python`, and a built forge.
+"""
+import argparse
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RATIOS = [1.728, 1.44, 1.2, 1.0, 1.01]
+
+MODEL = """import torch
+torch.manual_seed(0)
+x = torch.randn(4, 4, 128, 128)
+for _ in range(3):
+    y = torch.softmax(x, dim=-1)
+print(float(y.sum()))
+"""
+
+# The i-th request gets kernels/k<i>.cpp (the last one again past the end).
+PROVIDER = """#!/bin/sh
+cat > /dev/null
+dir=$(dirname "$0")
+n=$(cat "$dir/count" 2>/dev/null || echo 0)
+echo $((n + 1)) > "$dir/count"
+last=$(( $(ls "$dir"/kernels | wc -l) - 1 ))
+[ "$n" -gt "$last" ] && n=$last
+echo 'A softmax.'
+echo '```cpp'
+cat "$dir/kernels/k$n.cpp"
+echo '```'
+"""
+
+
+def library_kernel():
+    """The rows_3pass template with its params and its shared entry inlined, as forge instantiates it."""
+    common = os.path.join(ROOT, "targets", "_common")
+    seen = set()
+
+    def inline(text):
+        def one(m):
+            if m.group(1) in seen:
+                return ""
+            seen.add(m.group(1))
+            return inline(open(os.path.join(common, m.group(1))).read()) + "\n"
+        return re.sub(r'#include "\.\./_common/([\w.]+)".*\n', one, text)
+
+    src = inline(open(os.path.join(ROOT, "targets", "softmax", "cpu_rows_3pass.cpp")).read())
+    return "#define FORGE_P_ISA 2\n#define FORGE_P_UNROLL 2\n" + src
+
+
+def scripted_kernel(ratio):
+    return ("#include <chrono>\n#define forge_kernel forge_kernel_honest\n" + library_kernel() +
+            "\n#undef forge_kernel\n"
+            f"// Honest, then idle until the call has taken {ratio} x the computation.\n"
+            "extern \"C\" int forge_kernel(const forge_call* call) {\n"
+            "  const auto t0 = std::chrono::steady_clock::now();\n"
+            "  const int rc = forge_kernel_honest(call);\n"
+            "  const auto work = std::chrono::steady_clock::now() - t0;\n"
+            f"  while (std::chrono::steady_clock::now() - t0 < work * {ratio}) {{\n"
+            "  }\n"
+            "  return rc;\n"
+            "}\n")
+
+
+def burn(stop_at):
+    while time.time() < stop_at:
+        pass
+
+
+def trial(forge, k, load):
+    d = tempfile.mkdtemp(prefix=f"forge-scripted-{k}-")
+    os.makedirs(os.path.join(d, "kernels"))
+    for i, r in enumerate(RATIOS):
+        open(os.path.join(d, "kernels", f"k{i}.cpp"), "w").write(scripted_kernel(r))
+    open(os.path.join(d, "model.py"), "w").write(MODEL)
+    open(os.path.join(d, "provider.sh"), "w").write(PROVIDER)
+    os.chmod(os.path.join(d, "provider.sh"), 0o755)
+    open(os.path.join(d, "forge.yaml"), "w").write(
+        "models:\n  sm: {run: python model.py, env: {OMP_NUM_THREADS: '1'}}\n"
+        "targets: {ops: [_softmax], top: 1, min_share: 0}\n"
+        f"budget: {{iterations: {len(RATIOS)}}}\n"
+        "proposer:\n  strategies: false\n"
+        f"  llm: {{provider: command, command: sh provider.sh, variants: {len(RATIOS)}}}\n")
+    burners = [multiprocessing.Process(target=burn, args=(time.time() + 3600,)) for _ in range(load)]
+    for b in burners:
+        b.start()
+    t0 = time.time()
+    try:
+        p = subprocess.run([forge, "--json", "build"], cwd=d, capture_output=True, text=True, timeout=3000)
+    finally:
+        for b in burners:
+            b.terminate()
+    wall = time.time() - t0
+    if p.returncode != 0:
+        shutil.rmtree(d, ignore_errors=True)
+        return {"trial": k, "error": p.stderr[-2000:], "wall_s": wall}
+    rep = json.loads(p.stdout)
+    t = rep["targets"][0]
+    shipped = t.get("best_iteration")
+    out = {"trial": k, "wall_s": wall, "iterations": t.get("iterations"), "outcomes": t.get("outcomes"),
+           "shipped_iteration": shipped, "best_speedup_eager": t.get("best_speedup_eager"),
+           "best_strategy": t.get("best_strategy"),
+           # Requests are served in order, so iteration i (from 1) ran kernels/k<i-1>.cpp.
+           "shipped_ratio": RATIOS[shipped - 1] if shipped and shipped <= len(RATIOS) else None,
+           "races": races(d)}
+    shutil.rmtree(d, ignore_errors=True)
+    return out
+
+
+def races(d):
+    """The race records the build journaled: who raced whom, the decision."""
+    out = []
+    objects = os.path.join(d, ".forge", "objects")
+    for root, _, files in os.walk(objects):
+        for f in files:
+            text = open(os.path.join(root, f), "rb").read()[20:]
+            try:
+                rec = json.loads(text)
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if isinstance(rec, dict) and "challenger_wins" in rec and "rule" in rec:
+                out.append({"challenger_wins": rec["challenger_wins"], "effect": rec.get("effect"),
+                            "p": rec.get("p"), "why": rec.get("why")})
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--load", type=int, default=1, help="busy processes beside the build")
+    ap.add_argument("--forge", default=os.path.join(ROOT, "build", "forge"))
+    a = ap.parse_args()
+    venv = os.path.join(ROOT, ".venv", "bin")
+    os.environ["PATH"] = venv + os.pathsep + os.environ["PATH"]
+    rows = [trial(a.forge, k, a.load) for k in range(a.trials)]
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    res = {"date": time.strftime("%Y-%m-%d"), "commit": commit, "device": "cpu", "cpus": os.cpu_count(),
+           "command": " ".join(sys.argv), "ratios": RATIOS, "load": a.load, "trials": rows,
+           "goal": "the 1.0 kernel shipped in every trial"}
+    res_dir = os.environ.get("OUT") or os.path.join(ROOT, "bench", "results")
+    path = os.path.join(res_dir, f"{res['date']}_{commit}_cpu_scripted_model.json")
+    os.makedirs(res_dir, exist_ok=True)
+    json.dump(res, open(path, "w"), indent=1)
+    print(f"{'trial':>5} {'shipped (ratio)':>16} {'x stock':>8} {'races won/run':>14} {'wall s':>7}  outcomes")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['trial']:5d} error: {r['error'][-300:]}")
+            continue
+        won = sum(x["challenger_wins"] for x in r["races"])
+        print(f"{r['trial']:5d} {r['shipped_ratio']!s:>16} {r['best_speedup_eager'] or 0:8.2f} "
+              f"{won:>6}/{len(r['races']):<7} {r['wall_s']:7.0f}  {json.dumps(r['outcomes'])}")
+    ok = sum(1 for r in rows if r.get("shipped_ratio") == 1.0)
+    print(f"the fastest shipped in {ok} of {len(rows)} trials; written {path}")
+
+
+if __name__ == "__main__":
+    main()
