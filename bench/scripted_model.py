@@ -5,7 +5,7 @@
 
 The `command` provider is a script that answers the i-th request with the i-th
 kernel of a fixed sequence, whatever the prompt. Every kernel is the library's
-honest CPU softmax (targets/softmax/cpu_rows_3pass.cpp, AVX2, UNROLL 2) wrapped
+honest CPU softmax (targets/softmax/cpu_rows_3pass.cpp, ISA as compiled, UNROLL 4) wrapped
 so that each call, after computing its result, busy-waits until it has taken
 RATIO times as long as the computation: the kernels are honest and stand in a
 known order of speed, whatever this machine is. The sequence (RATIO):
@@ -14,7 +14,8 @@ before, the last within 1% of the fastest. The goal: forge ships the 1.0 kernel,
 every trial.
 
 Each trial is a fresh project (empty store) with `--load` busy processes beside
-the build, on `_softmax` float32 [4, 4, 128, 128] (one intra-op thread). Prints
+the build, on `_softmax` float32 (`--shape`, default [4, 4, 128, 128]; one
+intra-op thread). Prints
 a table last; writes bench/results/<date>_<commit>_cpu_scripted_model.json
 ($OUT/ instead where OUT is set). Needs the repo's .venv (torch) on PATH as
 `python`, and a built forge.
@@ -35,7 +36,7 @@ RATIOS = [1.728, 1.44, 1.2, 1.0, 1.01]
 
 MODEL = """import torch
 torch.manual_seed(0)
-x = torch.randn(4, 4, 128, 128)
+x = torch.randn({shape})
 for _ in range(3):
     y = torch.softmax(x, dim=-1)
 print(float(y.sum()))
@@ -70,7 +71,7 @@ def library_kernel():
         return re.sub(r'#include "\.\./_common/([\w.]+)".*\n', one, text)
 
     src = inline(open(os.path.join(ROOT, "targets", "softmax", "cpu_rows_3pass.cpp")).read())
-    return "#define FORGE_P_ISA 2\n#define FORGE_P_UNROLL 2\n" + src
+    return "#define FORGE_P_ISA 0\n#define FORGE_P_UNROLL 4\n" + src
 
 
 def scripted_kernel(ratio):
@@ -92,12 +93,12 @@ def burn(stop_at):
         pass
 
 
-def trial(forge, k, load):
+def trial(forge, k, load, shape):
     d = tempfile.mkdtemp(prefix=f"forge-scripted-{k}-")
     os.makedirs(os.path.join(d, "kernels"))
     for i, r in enumerate(RATIOS):
         open(os.path.join(d, "kernels", f"k{i}.cpp"), "w").write(scripted_kernel(r))
-    open(os.path.join(d, "model.py"), "w").write(MODEL)
+    open(os.path.join(d, "model.py"), "w").write(MODEL.replace("{shape}", shape))
     open(os.path.join(d, "provider.sh"), "w").write(PROVIDER)
     os.chmod(os.path.join(d, "provider.sh"), 0o755)
     open(os.path.join(d, "forge.yaml"), "w").write(
@@ -127,25 +128,44 @@ def trial(forge, k, load):
            "best_strategy": t.get("best_strategy"),
            # Requests are served in order, so iteration i (from 1) ran kernels/k<i-1>.cpp.
            "shipped_ratio": RATIOS[shipped - 1] if shipped and shipped <= len(RATIOS) else None,
-           "races": races(d)}
+           "races": races(d), "evaluations": evaluations(d)}
     shutil.rmtree(d, ignore_errors=True)
     return out
+
+
+def evaluations(d):
+    """Each evaluation record in the store: the kernel's file, its speedup over stock, spreads."""
+    out = []
+    for rec in store_records(d):
+        b = rec.get("bench") if isinstance(rec.get("bench"), dict) else None
+        if "candidate" in rec and "verdict" in rec and b:
+            out.append({"file": rec["candidate"], "verdict": rec["verdict"], "reason": rec.get("reason"),
+                        "speedup_eager": b.get("speedup_eager"), "faster": b.get("faster"),
+                        "candidate_us": b.get("candidate_us", {}).get("median"),
+                        "candidate_iqr": b.get("candidate_us", {}).get("spread"),
+                        "eager_us": b.get("eager_us", {}).get("median"),
+                        "eager_iqr": b.get("eager_us", {}).get("spread")})
+    return sorted(out, key=lambda e: e["file"])
+
+
+def store_records(d):
+    for root, _, files in os.walk(os.path.join(d, ".forge", "objects")):
+        for f in files:
+            try:
+                rec = json.loads(open(os.path.join(root, f), "rb").read()[20:])
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if isinstance(rec, dict):
+                yield rec
 
 
 def races(d):
     """The race records the build journaled: who raced whom, the decision."""
     out = []
-    objects = os.path.join(d, ".forge", "objects")
-    for root, _, files in os.walk(objects):
-        for f in files:
-            text = open(os.path.join(root, f), "rb").read()[20:]
-            try:
-                rec = json.loads(text)
-            except (ValueError, UnicodeDecodeError):
-                continue
-            if isinstance(rec, dict) and "challenger_wins" in rec and "rule" in rec:
-                out.append({"challenger_wins": rec["challenger_wins"], "effect": rec.get("effect"),
-                            "p": rec.get("p"), "why": rec.get("why")})
+    for rec in store_records(d):
+        if "challenger_wins" in rec and "rule" in rec:
+            out.append({"challenger_wins": rec["challenger_wins"], "effect": rec.get("effect"),
+                        "p": rec.get("p"), "why": rec.get("why")})
     return out
 
 
@@ -154,14 +174,15 @@ def main():
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--load", type=int, default=1, help="busy processes beside the build")
     ap.add_argument("--forge", default=os.path.join(ROOT, "build", "forge"))
+    ap.add_argument("--shape", default="4, 4, 128, 128", help="the softmax input's sizes (last dim reduced)")
     a = ap.parse_args()
     venv = os.path.join(ROOT, ".venv", "bin")
     os.environ["PATH"] = venv + os.pathsep + os.environ["PATH"]
-    rows = [trial(a.forge, k, a.load) for k in range(a.trials)]
+    rows = [trial(a.forge, k, a.load, a.shape) for k in range(a.trials)]
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     res = {"date": time.strftime("%Y-%m-%d"), "commit": commit, "device": "cpu", "cpus": os.cpu_count(),
-           "command": " ".join(sys.argv), "ratios": RATIOS, "load": a.load, "trials": rows,
+           "command": " ".join(sys.argv), "ratios": RATIOS, "load": a.load, "shape": a.shape, "trials": rows,
            "goal": "the 1.0 kernel shipped in every trial"}
     res_dir = os.environ.get("OUT") or os.path.join(ROOT, "bench", "results")
     path = os.path.join(res_dir, f"{res['date']}_{commit}_cpu_scripted_model.json")
@@ -175,6 +196,11 @@ def main():
         won = sum(x["challenger_wins"] for x in r["races"])
         print(f"{r['trial']:5d} {r['shipped_ratio']!s:>16} {r['best_speedup_eager'] or 0:8.2f} "
               f"{won:>6}/{len(r['races']):<7} {r['wall_s']:7.0f}  {json.dumps(r['outcomes'])}")
+    for r in rows:
+        for e in r.get("evaluations", []):
+            print(f"  trial {r['trial']} {e['file']:24} {e['verdict']:9} x{e['speedup_eager'] or 0:.2f} "
+                  f"({e['candidate_us'] or 0:.0f}+-{e['candidate_iqr'] or 0:.0f} us vs stock "
+                  f"{e['eager_us'] or 0:.0f}+-{e['eager_iqr'] or 0:.0f})")
     ok = sum(1 for r in rows if r.get("shipped_ratio") == 1.0)
     print(f"the fastest shipped in {ok} of {len(rows)} trials; written {path}")
 
