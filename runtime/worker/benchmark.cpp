@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <variant>
 
 #include "judge.h"
 #include "stats.h"
@@ -224,14 +225,78 @@ std::optional<Failure> benchmark(Judge& j, const CasePlan& plan, const json& req
   for (int i = 0; i < warmup; ++i)
     if (auto f = round(true, false, unused_c, unused_e, unused_n)) return f;
 
+  // The cold measurement: reps rounds, at least min_seconds.
   Timed tc, nop;
   std::vector<double> te;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int n = 0;; ++n) {
-    double elapsed = seconds_since(t0);
-    if ((n >= reps && elapsed >= min_seconds) || elapsed >= max_seconds || n >= 1000000) break;
-    if (auto f = round(true, true, tc, te, nop)) return f;
+  auto measure = [&]() -> std::optional<Failure> {
+    tc = Timed{};
+    nop = Timed{};
+    te.clear();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int n = 0;; ++n) {
+      double elapsed = seconds_since(t0);
+      if ((n >= reps && elapsed >= min_seconds) || elapsed >= max_seconds || n >= 1000000) break;
+      if (auto f = round(true, true, tc, te, nop)) return f;
+    }
+    return std::nullopt;
+  };
+
+  // The runner's clock against the judge's: the judge's round trip less the
+  // runner's figure is the overhead around the call; it must match the
+  // overhead of the empty calls, or the runner under-reported (a tampered
+  // timer, work the runner's clock did not see).
+  struct ClockCheck {
+    double low_c = 0, low_n = 0, excess = 0, limit = 0;
+  };
+  auto clock_check = [&]() -> std::variant<Failure, ClockCheck> {
+    std::vector<double> over_c, over_n;
+    for (size_t i = 0; i < tc.us.size(); ++i) {
+      if (!(tc.us[i] >= 0) || tc.us[i] > tc.rt[i] * 1.01 + 1.0)
+        return Failure{"timing_mismatch", "the runner reported " + std::to_string(tc.us[i]) +
+                                              " us for a call the judge saw take " + std::to_string(tc.rt[i]) + " us"};
+      over_c.push_back(tc.rt[i] - tc.us[i]);
+    }
+    for (size_t i = 0; i < nop.us.size(); ++i) over_n.push_back(nop.rt[i] - nop.us[i]);
+    ClockCheck k;
+    // Low percentiles, not medians: a busy machine only ever adds to the
+    // overhead of a call, so its low end is stable where its middle is not.
+    k.low_c = percentile(over_c, 0.10);
+    k.low_n = percentile(over_n, 0.10);
+    k.excess = over_n.empty() ? 0.0 : k.low_c - k.low_n;
+    // The two overheads are measured in alternating requests, but not in the
+    // same state (which core woke, what the flush left cached): their low ends
+    // differ by up to a fifth of the overhead itself from one evaluation to
+    // the next on a loaded 2-core VM, so the limit scales with the overhead as
+    // well as the call. CPU: half the overhead, whose low end moves by up to
+    // about a third of it between requests; CUDA's overhead is steadier.
+    const double floor_us = j.spec.cuda ? 15.0 : 25.0;
+    const double overhead_share = j.spec.cuda ? 0.25 : 0.5;
+    k.limit = std::max({floor_us, 0.25 * summarize(tc.us).median, overhead_share * std::max(k.low_n, 0.0)});
+    return k;
+  };
+
+  if (auto f = measure()) return f;
+  auto checked = clock_check();
+  // An excess over the limit is measured again, once, from scratch: a runner
+  // that under-reports does so in every measurement, while a machine busy
+  // with other work disturbs one measurement's low end, not two in a row
+  // (the suite's timer cheats fail both). The second measurement decides.
+  std::optional<double> first_excess;
+  if (auto* k = std::get_if<ClockCheck>(&checked); k && k->excess > k->limit) {
+    first_excess = k->excess;
+    if (auto f = measure()) return f;
+    checked = clock_check();
   }
+  if (auto* f = std::get_if<Failure>(&checked)) return *f;
+  const ClockCheck clock = std::get<ClockCheck>(checked);
+  Summary c = summarize(tc.us), e = summarize(te);
+  if (clock.excess > clock.limit)
+    return Failure{"timing_mismatch", "the judge's clock saw " + std::to_string(clock.excess) +
+                                          " us more per call than the runner reported, twice (first " +
+                                          std::to_string(*first_excess) + " us; median " + std::to_string(c.median) +
+                                          " us; allowed " + std::to_string(clock.limit) +
+                                          " us): work the runner's timer did not see, or a tampered timer"};
+
   // Hot inputs: no flush, the inputs just written, as in a model where the
   // previous op wrote them. Reported beside the cold figures, not judged.
   Timed hc, hnop;
@@ -240,43 +305,9 @@ std::optional<Failure> benchmark(Judge& j, const CasePlan& plan, const json& req
   for (int n = 0; n < std::max(6, reps / 3) && seconds_since(t_hot) < max_seconds / 4; ++n)
     if (auto f = round(false, true, hc, he, hnop)) return f;
 
-  // The runner's clock against the judge's: the judge's round trip less the
-  // runner's figure is the overhead around the call; it must match the
-  // overhead of the empty calls, or the runner under-reported (a tampered
-  // timer, work the runner's clock did not see).
-  std::vector<double> over_c, over_n;
-  for (size_t i = 0; i < tc.us.size(); ++i) {
-    if (!(tc.us[i] >= 0) || tc.us[i] > tc.rt[i] * 1.01 + 1.0)
-      return Failure{"timing_mismatch", "the runner reported " + std::to_string(tc.us[i]) +
-                                            " us for a call the judge saw take " + std::to_string(tc.rt[i]) + " us"};
-    over_c.push_back(tc.rt[i] - tc.us[i]);
-  }
-  for (size_t i = 0; i < nop.us.size(); ++i) over_n.push_back(nop.rt[i] - nop.us[i]);
-  Summary c = summarize(tc.us), e = summarize(te);
-  // Low percentiles, not medians: a busy machine only ever adds to the
-  // overhead of a call, so its low end is stable where its middle is not.
-  const double low_c = percentile(over_c, 0.10), low_n = percentile(over_n, 0.10);
-  const double excess = over_n.empty() ? 0.0 : low_c - low_n;
-  // The two overheads are measured in alternating requests, but not in the
-  // same state (which core woke, what the flush left cached): their low ends
-  // differ by up to a fifth of the overhead itself from one evaluation to the
-  // next (measured: -20..+35 us around a 200 us round trip on a loaded
-  // 2-core VM), so the limit scales with the overhead as well as the call.
-  // Below the limit the excess is added back (the correction below), so a
-  // timer under-reporting by less than the limit still gains nothing.
-  const double floor_us = j.spec.cuda ? 15.0 : 25.0;
-  // CPU: half the overhead, whose low end moves by up to about a third of it
-  // between requests on a loaded 2-core machine; CUDA's overhead is steadier.
-  const double overhead_share = j.spec.cuda ? 0.25 : 0.5;
-  const double limit = std::max({floor_us, 0.25 * c.median, overhead_share * std::max(low_n, 0.0)});
-  if (excess > limit)
-    return Failure{"timing_mismatch", "the judge's clock saw " + std::to_string(excess) +
-                                          " us more per call than the runner reported (median " +
-                                          std::to_string(c.median) + " us; allowed " + std::to_string(limit) +
-                                          " us): work the runner's timer did not see, or a tampered timer"};
   // Below that, the excess (less 1 us of clock granularity) is added to the
   // candidate's figures: an under-reported time gains nothing.
-  const double correction = std::max(0.0, excess - 1.0);
+  const double correction = std::max(0.0, clock.excess - 1.0);
   c.median += correction;
   c.q1 += correction;
   c.q3 += correction;
@@ -302,9 +333,10 @@ std::optional<Failure> benchmark(Judge& j, const CasePlan& plan, const json& req
                   {"speedup_eager", h.median > 0 ? he_s.median / h.median : 0.0}};
   }
   out["checked_calls"] = calls;
-  out["clock_check"] = {{"call_overhead_p10_us", low_c}, {"empty_call_overhead_p10_us", low_n},
-                        {"excess_us", excess},           {"correction_us", correction},
-                        {"rejected_above_us", limit}};
+  out["clock_check"] = {{"call_overhead_p10_us", clock.low_c}, {"empty_call_overhead_p10_us", clock.low_n},
+                        {"excess_us", clock.excess},           {"correction_us", correction},
+                        {"rejected_above_us", clock.limit}};
+  if (first_excess) out["clock_check"]["first_excess_us"] = *first_excess;
   out["timing"] = j.spec.cuda ? "cuda_events" : "steady_clock";
   out["case"] = plan.name;
   out["threads"] = at::get_num_threads();
