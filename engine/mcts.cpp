@@ -182,7 +182,8 @@ std::optional<Action> Search::propose(NodeId parent) {
   std::vector<Action> actions = m_proposer.actions(m_tree, parent, rng);
   for (Action& a : actions) {
     const std::string key = action_key(a);
-    const bool tried = std::any_of(p.children.begin(), p.children.end(),
+    const bool tried = m_skipped.count({parent, key}) ||
+                       std::any_of(p.children.begin(), p.children.end(),
                                    [&](NodeId c) { return m_tree.node(c).key == key; });
     if (!tried) return std::move(a);
   }
@@ -288,6 +289,8 @@ void Search::abandon(NodeId id) {
   --m_tree.m_pending;
 }
 
+void Search::skip(NodeId parent, const std::string& key) { m_skipped.insert({parent, key}); }
+
 // ---- the driver -------------------------------------------------------------
 
 namespace {
@@ -328,9 +331,31 @@ SearchResult run_search(Search& search, Evaluator& evaluator, const Budget& budg
 
   // Completes the oldest iteration in flight; the only place outcomes enter the
   // tree and the journal, so both follow iteration order.
+  // A skipped evaluation drops its node and every newer one in flight (their
+  // evaluations finish first; they run again, from their cached steps, when the
+  // search selects them again): node ids stay iteration order.
+  const auto skip_oldest = [&](const std::string& why) {
+    const JournalRecord r = in_flight.front().record;
+    for (InFlight& f : in_flight)
+      if (!f.known && f.future.valid() &&
+          f.future.wait_for(std::chrono::seconds(0)) != std::future_status::deferred)
+        f.future.wait();
+    for (auto it = in_flight.rbegin(); it != in_flight.rend(); ++it) search.abandon(it->record.node);
+    in_flight.clear();
+    search.skip(r.parent, action_key(r.action));
+    result.skipped.push_back("node " + std::to_string(r.node) + " (parent " + std::to_string(r.parent) +
+                             "): " + why);
+  };
   const auto commit_oldest = [&] {
     InFlight& f = in_flight.front();
-    if (!f.known) f.record.outcome = f.future.get();  // may throw: handled by the caller
+    if (!f.known) {
+      try {
+        f.record.outcome = f.future.get();  // may throw: handled by the caller
+      } catch (const Skipped& e) {
+        skip_oldest(e.what());
+        return;
+      }
+    }
     search.complete(f.record.node, f.record.outcome);
     if (!f.known) {
       journal.append(f.record, seconds_now());
@@ -362,7 +387,11 @@ SearchResult run_search(Search& search, Evaluator& evaluator, const Budget& budg
   const bool capped = budget.iterations > 0 || budget.seconds > 0;
   const auto budget_left = [&] {
     if (!capped) return false;
-    if (budget.iterations > 0 && tree.size() - 1 >= budget.iterations) return false;
+    // A skipped action spends one iteration of this run (its own), not the
+    // journal's: the next run finds the budget short by one and tries it again.
+    if (budget.iterations > 0 &&
+        tree.size() - 1 + static_cast<int>(result.skipped.size()) >= budget.iterations)
+      return false;
     if (budget.seconds > 0 && seconds_now() >= budget.seconds) {
       result.time_up = true;
       return false;

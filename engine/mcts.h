@@ -51,6 +51,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -205,6 +207,9 @@ class Search {
   // Drops a pending node that is the newest node (an evaluation that will never
   // complete, e.g. after an interruption); its virtual loss is removed.
   void abandon(NodeId node);
+  // propose() no longer offers the action with this key under `parent` (an
+  // evaluation the evaluator skipped: see Skipped). For this Search only.
+  void skip(NodeId parent, const std::string& key);
 
   size_t widening_limit(NodeId node) const;
   double uct(NodeId child) const;  // the score above, for a completed non-root node
@@ -217,6 +222,7 @@ class Search {
   Tree& m_tree;
   Proposer& m_proposer;
   SearchParams m_params;
+  std::set<std::pair<NodeId, std::string>> m_skipped;  // (parent, action key)
 };
 
 // ---- the driver -------------------------------------------------------------
@@ -230,6 +236,15 @@ struct EvalRequest {
   // The parent's Outcome::steps ({} for the root): how an evaluator finds the
   // parent's source to derive a variant from.
   nlohmann::json parent_steps = nlohmann::json::object();
+};
+
+// Thrown by an Evaluator that cannot judge an action for a reason outside the
+// candidate (a model request that failed after its retries or timed out):
+// run_search drops the node, journals nothing for it (the next run tries the
+// action again), lists it in SearchResult::skipped, and goes on with the other
+// actions; this run does not propose it again.
+struct Skipped : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 class Evaluator {
@@ -253,6 +268,8 @@ struct SearchResult {
   int iterations = 0;      // completed iterations in the tree (replayed + new)
   int replayed = 0;        // taken from the journal without evaluating
   int evaluated = 0;       // new evaluations this run
+  // Actions skipped this run (Skipped): "node N (parent P): <what the evaluator said>".
+  std::vector<std::string> skipped;
   bool exhausted = false;  // the proposer had nothing left to try
   bool time_up = false;    // budget.seconds ran out
   double seconds = 0;      // search time spent on this target over all runs
@@ -278,7 +295,12 @@ struct SearchResult {
 // iterations equals a run of N followed by a run of M (same P); with another P
 // the continued tree is still valid, only explored in another order.
 //
-// If the evaluator throws, the exception propagates after every other evaluation
+// If the evaluator throws Skipped, that node and the newer ones in flight are
+// dropped (after their evaluations finish) and the search goes on without that
+// action; iteration numbers stay dense, so the journal replays as usual. The
+// skipped action spends one iteration of this run's budget, so the journal ends
+// one short and the next run (same budget) tries it again.
+// If the evaluator throws anything else, the exception propagates after every other evaluation
 // in flight has finished; the journal then holds every iteration before the
 // failed one, the tree only its completed iterations. Evaluations that finished
 // after the failed one are not journaled and are redone on resume (cheaply: their

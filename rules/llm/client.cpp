@@ -142,7 +142,8 @@ class HttpClient : public Client {
         auto reply = m_wire->parse(r.body, &why);
         if (reply) return *reply;
         throw LlmError(who + ": malformed reply from " + m_spec.base_url + ": " +
-                       redact(one_line(why), key));
+                           redact(one_line(why), key),
+                       /*transient=*/true);
       } else if (r.status == 401 || r.status == 403) {
         throw LlmError(who + ": the API key in " + m_spec.api_key_env + " was refused (HTTP " +
                        std::to_string(r.status) + ")" + (detail.empty() ? "" : ": " + detail));
@@ -158,7 +159,8 @@ class HttpClient : public Client {
       }
       if (!retry || attempt >= m_settings.retries)
         throw LlmError(who + ": " + last + " (after " + std::to_string(attempt + 1) +
-                       (attempt ? " attempts)" : " attempt)"));
+                           (attempt ? " attempts)" : " attempt)"),
+                       /*transient=*/retry);
       double wait = m_settings.backoff * static_cast<double>(1L << std::min(attempt, 20));
       if (r.retry_after) wait = *r.retry_after;
       m_settings.sleep(std::min(wait, m_settings.backoff_cap));
@@ -211,7 +213,8 @@ class CommandClient : public Client {
     fs::remove(file, ec);
     if (!r.ok())
       throw LlmError("command '" + one_line(m_spec.command, 80) + "': " + r.describe() +
-                     (r.err.empty() ? "" : ": " + one_line(r.err)));
+                         (r.err.empty() ? "" : ": " + one_line(r.err)),
+                     /*transient=*/true);
     Reply reply;
     reply.text = r.out;
     return reply;

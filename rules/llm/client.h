@@ -62,9 +62,15 @@ struct Reply {
   bool cached = false;  // served from the store, nothing was sent
 };
 
-// A request that could not be answered: one line, key removed.
+// A request that could not be answered: one line, key removed. `transient`:
+// this request failed (no reply in time, the server busy or failing after the
+// retries, a malformed reply, the command's failure) and another may succeed;
+// otherwise the configuration is wrong (a refused or missing key, an unknown
+// model, a request the server calls bad) and every request would fail alike.
 struct LlmError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit LlmError(const std::string& what, bool transient = false)
+      : std::runtime_error(what), transient(transient) {}
+  bool transient = false;
 };
 
 class Client {

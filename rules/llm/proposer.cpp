@@ -133,11 +133,48 @@ llm::Request LlmEvaluator::first_request(const mcts::EvalRequest& req) {
   return r;
 }
 
+LlmEvaluator::~LlmEvaluator() {
+  for (auto& [at, asked] : m_asked)
+    if (asked.reply.valid()) asked.reply.wait();
+}
+
+LlmEvaluator::Asked LlmEvaluator::take_first(const mcts::EvalRequest& req) {
+  const int variant = req.action.params.value("variant", 0);
+  if (!m_asked.count({req.parent, variant})) {
+    for (int k = variant; k < m_in.spec->variants; ++k) {
+      if (m_iterations > 0 && req.iteration + (k - variant) >= m_iterations) break;
+      if (m_asked.count({req.parent, k})) continue;
+      mcts::EvalRequest sibling = req;
+      sibling.action.params["variant"] = k;
+      llm::Request r = first_request(sibling);
+      // The client bounds the requests in flight (its `concurrency`).
+      auto reply = std::async(std::launch::async, [this, r] { return m_client.complete(r); }).share();
+      m_asked.emplace(std::pair{req.parent, k}, Asked{std::move(r), std::move(reply)});
+    }
+  }
+  auto it = m_asked.find({req.parent, variant});
+  Asked asked = std::move(it->second);
+  m_asked.erase(it);
+  return asked;
+}
+
 mcts::Outcome LlmEvaluator::evaluate(const mcts::EvalRequest& req) {
+  try {
+    return evaluate_asked(req);
+  } catch (const llm::LlmError& e) {
+    if (!e.transient) throw;
+    throw mcts::Skipped(describe_action(req.action, req.parent) + ": " + e.what() +
+                        " (asked again by the next build)");
+  }
+}
+
+mcts::Outcome LlmEvaluator::evaluate_asked(const mcts::EvalRequest& req) {
   const bool cuda = m_ctx.device.backend == "cuda";
   std::vector<std::string> keys;
-  llm::Request r = first_request(req);
-  std::string reply = ask(r, keys);
+  Asked first = take_first(req);
+  llm::Request r = first.request;
+  keys.push_back(m_client.key(r));
+  std::string reply = first.reply.get().text;
   llm::Extracted x = llm::extract_kernel(reply);
   if (x.status != llm::Extracted::Status::Found) {
     r = llm::repair_request(

@@ -8,6 +8,15 @@
 // was tried around here. MixedProposer interleaves proposers (strategies first),
 // so forge.yaml can pick strategies only, the model only, or both.
 //
+// The variants under a node are asked together: when the search evaluates the
+// first of them, the requests of the others (as many as the iteration budget
+// can still use) go out at once, up to the client's `concurrency` in flight,
+// with the history note of the first; their evaluations take the replies as
+// they arrive. A request that fails for its own reasons (LlmError::transient:
+// a timeout, a server failing after the retries, the command's failure) skips
+// its action (mcts::Skipped: reported, not journaled, asked again next build);
+// a configuration error (a refused key, an unknown model) stops the search.
+//
 // LlmEvaluator turns an "llm" action into a kernel: prompt (rules/llm/prompt.h)
 // -> cached reply (rules/llm/cache.h) -> the fenced block defining forge_kernel
 // (rules/llm/reply.h; none -> one repair turn) -> the usual evaluation; a
@@ -16,6 +25,8 @@
 // Replies are cached, so a rebuild or replay never calls the model again.
 #pragma once
 
+#include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,17 +78,32 @@ class LlmEvaluator {
   };
   LlmEvaluator(BuildContext& ctx, Executor& executor, llm::CachedClient& client, Inputs in)
       : m_ctx(ctx), m_executor(executor), m_client(client), m_in(std::move(in)) {}
+  // Waits for the requests still in flight (their replies are cached).
+  ~LlmEvaluator();
+  // Throws mcts::Skipped when the model's request failed (LlmError::transient).
   mcts::Outcome evaluate(const mcts::EvalRequest& request);
+  // No variant is asked ahead past this many iterations (0: no cap).
+  void ask_ahead_within(int iterations) { m_iterations = iterations; }
 
   // The first prompt of `request` (for tests and `forge explain`).
   llm::Request first_request(const mcts::EvalRequest& request);
 
  private:
+  struct Asked {
+    llm::Request request;
+    std::shared_future<llm::Reply> reply;
+  };
+  // The first request of `request`'s variant, sent now with its siblings' or
+  // earlier with them.
+  Asked take_first(const mcts::EvalRequest& request);
+  mcts::Outcome evaluate_asked(const mcts::EvalRequest& request);
   std::string ask(const llm::Request& r, std::vector<std::string>& keys);
   BuildContext& m_ctx;
   Executor& m_executor;
   llm::CachedClient& m_client;
   Inputs m_in;
+  int m_iterations = 0;
+  std::map<std::pair<mcts::NodeId, int>, Asked> m_asked;  // (parent, variant), not yet evaluated
 };
 
 }  // namespace forge

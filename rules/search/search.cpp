@@ -390,6 +390,7 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
       if (!strategies.empty())
         in.example_source = instantiate(strategies.front(), param_grid(strategies.front()).front());
       by_llm = std::make_unique<LlmEvaluator>(ctx, *executor, *cached, std::move(in));
+      by_llm->ask_ahead_within(budget.iterations);
     }
     SearchEvaluator evaluator(ctx, *executor, t, *family, strategies, by_llm.get());
     evaluator.watch(tree);
@@ -412,6 +413,12 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
       fresh = result.evaluated;
       exhausted = result.exhausted;
       evaluator.finish_ahead();
+      // A skipped action (a failed model request) leaves the search one
+      // iteration short: the build is not complete, and the next one asks again.
+      for (const auto& why : result.skipped) {
+        ctx.failed = true;
+        ctx.notes.push_back("search of " + t.id + ": skipped " + why);
+      }
     } catch (const Interrupted&) {
       ctx.stopped = true;
       fresh = static_cast<int>(journal.records().size() - journaled);

@@ -423,6 +423,54 @@ TEST_CASE("an interrupted build resumes without redoing finished iterations") {
   CHECK(r.tree == one.tree);
 }
 
+// A model request that failed costs its own action: the search goes on with
+// the others, nothing is journaled for it, and the next run asks it again.
+TEST_CASE("a skipped evaluation drops its node; the search goes on; the next run retries it") {
+  FakeProposer proposer;
+  proposer.width = 4;
+  int parallel = 1;
+  SUBCASE("one at a time") {
+    parallel = 1;
+  }
+  SUBCASE("three in flight") {
+    parallel = 3;
+  }
+  auto store = store::make_memory_store();
+  // The first evaluation of one action under the root fails as a request.
+  struct Flaky : FakeEvaluator {
+    std::string failing = action_key(strategy("s2", {{"j", 2}}));
+    std::atomic<int> failures{0};
+    Outcome evaluate(const EvalRequest& r) override {
+      if (r.parent == kRoot && action_key(r.action) == failing) {
+        ++failures;
+        throw Skipped("no reply within 300 s");
+      }
+      return FakeEvaluator::evaluate(r);
+    }
+  } flaky;
+  Run first = run(*store, proposer, flaky, budget(12, parallel));
+  CHECK(flaky.failures == 1);  // not asked again in this run
+  REQUIRE(first.result.skipped.size() == 1);
+  CHECK(first.result.skipped[0].find("no reply within 300 s") != std::string::npos);
+  CHECK(first.result.iterations == 11);  // the skipped action spent its iteration
+  check_visit_invariants(first.state);
+  bool under_root = false;
+  for (const Node& n : first.state.nodes())
+    if (n.parent == kRoot && n.key == flaky.failing) under_root = true;
+  CHECK_FALSE(under_root);
+  // The next run, same budget, replays the journal and spends the iteration
+  // left on the action that was skipped.
+  FakeEvaluator healthy;
+  Run second = run(*store, proposer, healthy, budget(12, parallel));
+  CHECK(second.result.replayed == 11);
+  CHECK(second.result.evaluated == 1);
+  CHECK(second.result.skipped.empty());
+  const Node& last = second.state.nodes().back();
+  CHECK(last.parent == kRoot);
+  CHECK(last.key == flaky.failing);
+  check_visit_invariants(second.state);
+}
+
 TEST_CASE("virtual loss sends concurrent expansions down different branches") {
   // Root offers exactly two actions; each child offers many.
   FakeProposer proposer;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -35,7 +36,12 @@ bool tree_contains(const fs::path& root, const std::string& needle) {
 
 }  // namespace
 
-TEST_CASE("forge build with the command provider: an llm kernel verifies and is reported") {
+// Two variants under the root, asked together: the script takes a second per
+// reply and logs when each request starts and ends, so the log shows them in
+// flight at once. Variant 2's first request fails ("model busy"): that costs its
+// own action (the build reports it and exits nonzero, variant 1 is evaluated),
+// and the next build asks for it again and finishes the budget.
+TEST_CASE("forge build with the command provider: variants asked together, a failed request retried") {
   const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
   FORGE_SKIP_WITHOUT_TORCH();
   const std::string key = "sk-PLANTED-build-key-5150";
@@ -44,18 +50,21 @@ TEST_CASE("forge build with the command provider: an llm kernel verifies and is 
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
   test::write_text(dir / "kernel.cpp", test::library_kernel("layer_norm", "two_pass"));
   test::write_text(dir / "model.sh",
-                   "#!/bin/sh\ncat > prompt.txt\necho 'Two passes per row.'\n"
-                   "echo '```cpp'\ncat kernel.cpp\necho '```'\n");
+                   "#!/bin/sh\nv=$FORGE_LLM_VARIANT\ncat > prompt-$v.txt\n"
+                   "echo \"start $v $(date +%s.%N)\" >> times.txt\nsleep 1\n"
+                   "echo \"end $v $(date +%s.%N)\" >> times.txt\n"
+                   "if [ \"$v\" = 2 ] && [ ! -e busy-once ]; then touch busy-once; echo 'model busy' >&2; exit 3; fi\n"
+                   "echo 'Two passes per row.'\necho '```cpp'\ncat kernel.cpp\necho '```'\n");
   test::write_text(dir / "forge.yaml",
                    "models:\n  transformer: {run: python transformer.py}\n"
                    "targets: {ops: [native_layer_norm], top: 1, min_share: 0}\n"
-                   "budget: {iterations: 1}\n"
+                   "budget: {iterations: 2}\n"
                    "proposer:\n  strategies: false\n"
                    "  llm: {provider: command, command: sh model.sh, variants: 2}\n");
 
   auto first = test::run_forge("--json build", dir.path());
   INFO(first.err);
-  REQUIRE(first.exit_code == 0);
+  CHECK(first.exit_code != 0);  // one action short: not complete
   json r = json::parse(first.out);
   REQUIRE(r["targets"].size() == 1);
   const json& t = r["targets"][0];
@@ -69,27 +78,52 @@ TEST_CASE("forge build with the command provider: an llm kernel verifies and is 
     MESSAGE("the llm kernel verified but was not faster here: " << t["outcomes"].dump());
   }
   CHECK(t["llm"]["provider"] == "command");
-  CHECK(t["llm"]["requests"] == 1);
+  CHECK(t["llm"]["requests"] == 1);  // answered; the failed one is in the notes
   CHECK(r["llm"]["requests"] == 1);
   CHECK(r["llm"]["cost_usd"].is_null());
+  bool reported = false;
+  for (const auto& n : r["notes"])
+    if (n.get<std::string>().find("skipped") != std::string::npos &&
+        n.get<std::string>().find("model variant 2 (from scratch)") != std::string::npos &&
+        n.get<std::string>().find("model busy") != std::string::npos)
+      reported = true;
+  CHECK_MESSAGE(reported, r["notes"].dump());
+
+  // Both requests were in flight at once: variant 2 started before 1 ended.
+  std::map<std::string, double> at;
+  std::istringstream log(test::read_text(dir / "times.txt"));
+  for (std::string what, v; log >> what >> v;) log >> at[what + v];
+  REQUIRE(at.count("start2"));
+  CHECK(at["start2"] < at["end1"]);
 
   // The prompt the script saw: the op's semantics, the ABI, the rules, the device.
-  const std::string prompt = test::read_text(dir / "prompt.txt");
+  const std::string prompt = test::read_text(dir / "prompt-1.txt");
   for (const char* part : {"aten::native_layer_norm", "# layer_norm", "FORGE_ABI_VERSION",
                            "`thread`", "CPU: ", "Start from scratch"}) {
     CAPTURE(part);
     CHECK(prompt.find(part) != std::string::npos);
   }
 
+  // The next build asks for variant 2 again and completes the budget.
+  auto retry = test::run_forge("--json build", dir.path());
+  INFO(retry.err);
+  REQUIRE(retry.exit_code == 0);
+  json r1 = json::parse(retry.out);
+  CHECK(r1["targets"][0]["iterations"] == 2);
+  CHECK(r1["targets"][0]["verified"] == 2);
+  CHECK(r1["targets"][0]["llm"]["requests"] == 1);
+
   // Unchanged: the journal replays, nothing is asked or evaluated.
-  fs::remove(dir / "prompt.txt");
+  fs::remove(dir / "prompt-1.txt");
+  fs::remove(dir / "prompt-2.txt");
   auto again = test::run_forge("--json build", dir.path());
   REQUIRE(again.exit_code == 0);
   json r2 = json::parse(again.out);
   CHECK(r2["steps_run"] == 0);
-  CHECK(r2["targets"][0]["verified"] == 1);
+  CHECK(r2["targets"][0]["verified"] == 2);
   CHECK(r2["targets"][0]["llm"]["requests"] == 0);
-  CHECK_FALSE(fs::exists(dir / "prompt.txt"));
+  CHECK_FALSE(fs::exists(dir / "prompt-1.txt"));
+  CHECK_FALSE(fs::exists(dir / "prompt-2.txt"));
 
   CHECK_FALSE(tree_contains(dir.path(), key));
   CHECK(first.out.find(key) == std::string::npos);

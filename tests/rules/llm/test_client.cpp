@@ -61,10 +61,12 @@ std::string openai_ok(const std::string& text) {
       .dump();
 }
 
-std::string error_text(llm::Client& c) {
+// The error's text; *transient says whether another request may succeed.
+std::string error_text(llm::Client& c, bool* transient = nullptr) {
   try {
     c.complete(request());
   } catch (const llm::LlmError& e) {
+    if (transient) *transient = e.transient;
     return e.what();
   }
   return "";
@@ -149,7 +151,9 @@ TEST_CASE("retries run out: one line with the last cause") {
   Harness h;
   for (int i = 0; i < 3; ++i) h.server.push({500, R"({"error": {"message": "boom"}})"});
   auto c = h.client("openai", 5, 2);
-  CHECK(error_text(*c) == "openai (m-1): HTTP 500: boom (after 3 attempts)");
+  bool transient = false;
+  CHECK(error_text(*c, &transient) == "openai (m-1): HTTP 500: boom (after 3 attempts)");
+  CHECK(transient);  // this request failed; the search goes on without it
   CHECK(h.sleeps == std::vector<double>{0.5, 1});
 }
 
@@ -157,7 +161,9 @@ TEST_CASE("a bad key is refused at once, and the key is not in the message") {
   Harness h;
   h.server.push({401, json{{"error", {{"message", "Incorrect API key provided: " + kKey}}}}.dump()});
   auto c = h.client("openai");
-  const std::string e = error_text(*c);
+  bool transient = true;
+  const std::string e = error_text(*c, &transient);
+  CHECK_FALSE(transient);  // every request would fail alike: the search stops
   CHECK(e == "openai (m-1): the API key in FORGE_TEST_KEY was refused (HTTP 401): "
              "Incorrect API key provided: ***");
   CHECK(h.server.seen().size() == 1);
@@ -168,8 +174,10 @@ TEST_CASE("an unknown model: 404 with the provider's message") {
   Harness h;
   h.server.push({404, R"({"type": "error", "error": {"type": "not_found_error", "message": "model: m-1"}})"});
   auto c = h.client("anthropic");
-  CHECK(error_text(*c) == "anthropic (m-1): model 'm-1' or endpoint not found at " + h.server.url() +
+  bool transient = true;
+  CHECK(error_text(*c, &transient) == "anthropic (m-1): model 'm-1' or endpoint not found at " + h.server.url() +
                               " (HTTP 404): model: m-1");
+  CHECK_FALSE(transient);
 }
 
 TEST_CASE("a slow server: the total timeout ends the request, then the retries") {
@@ -177,7 +185,9 @@ TEST_CASE("a slow server: the total timeout ends the request, then the retries")
   h.server.push({200, openai_ok("late"), "", 3});
   h.server.push({200, openai_ok("late"), "", 3});
   auto c = h.client("openai", 0.5, 1);
-  const std::string e = error_text(*c);
+  bool transient = false;
+  const std::string e = error_text(*c, &transient);
+  CHECK(transient);
   CHECK(e == "openai (m-1): no reply from " + h.server.url() + "/v1 within 0.5 s (after 2 attempts)");
 }
 
@@ -186,8 +196,10 @@ TEST_CASE("malformed replies are errors, not empty kernels") {
   h.server.push({200, "<html>gateway</html>"});
   h.server.push({200, R"({"choices": []})"});
   auto c = h.client("openai");
-  CHECK(error_text(*c) == "openai (m-1): malformed reply from " + h.server.url() +
-                              "/v1: not a JSON object: <html>gateway</html>");
+  bool transient = false;
+  CHECK(error_text(*c, &transient) == "openai (m-1): malformed reply from " + h.server.url() +
+                                          "/v1: not a JSON object: <html>gateway</html>");
+  CHECK(transient);
   CHECK(error_text(*c) == "openai (m-1): malformed reply from " + h.server.url() +
                               "/v1: no choices[0].message.content");
 }
@@ -210,8 +222,10 @@ TEST_CASE("an unreachable server and a missing key") {
 
   s.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
   auto nokey = llm::make_client(spec, s, nullptr, *runner);
-  CHECK(error_text(*nokey) ==
+  bool transient = true;
+  CHECK(error_text(*nokey, &transient) ==
         "openai (m): environment variable FORGE_TEST_KEY is not set (proposer.llm.api_key_env names it)");
+  CHECK_FALSE(transient);
 }
 
 TEST_CASE("the concurrency limit holds requests back") {
