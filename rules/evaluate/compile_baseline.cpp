@@ -119,7 +119,8 @@ void CompileBaselineRule::apply(BuildContext& ctx) {
                             e.value("spread", 0.0) / e["median"].get<double>();
     t.best_speedup_compile = best * *t.compile_over_eager;
     const double rel = best_rel + ch.value("spread", 0.0) / c_med + eh.value("spread", 0.0) / e_med;
-    // The worker's rule for "faster" (docs/WORKER.md), in relative terms.
+    // The two figures come from different processes, so no rounds pair up:
+    // forge is ahead when its gain exceeds the relative spreads added up.
     t.under_compile = *t.best_speedup_compile - 1 > rel ? "forge" : "inductor";
   }
 }

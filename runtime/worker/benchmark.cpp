@@ -308,10 +308,10 @@ std::optional<Failure> benchmark(Judge& j, const CasePlan& plan, const json& req
   // Below that, the excess (less 1 us of clock granularity) is added to the
   // candidate's figures: an under-reported time gains nothing.
   const double correction = std::max(0.0, clock.excess - 1.0);
-  c.median += correction;
-  c.q1 += correction;
-  c.q3 += correction;
-  c.min += correction;
+  std::vector<double> corrected = tc.us;
+  for (double& us : corrected) us += correction;
+  c = summarize(corrected);
+  const FasterDecision faster = decide_faster(corrected, te);
 
   auto stat = [](const Summary& x) {
     return json{{"median", x.median}, {"spread", x.iqr}, {"q1", x.q1}, {"q3", x.q3}, {"min", x.min}, {"reps", x.reps}};
@@ -321,7 +321,9 @@ std::optional<Failure> benchmark(Judge& j, const CasePlan& plan, const json& req
   out["candidate_us"] = stat(c);
   out["eager_us"] = stat(e);
   out["speedup_eager"] = c.median > 0 ? e.median / c.median : 0.0;
-  out["faster"] = is_faster(c, e);
+  out["faster"] = faster.faster;
+  out["faster_test"] = {{"wins", faster.wins}, {"rounds", faster.rounds}, {"p", faster.p},
+                        {"min_effect", FasterRule{}.min_effect}, {"alpha", FasterRule{}.alpha}};
   out["bytes"] = bytes;
   out["floor_pct"] = floor_pct(c.median);
   out["eager_floor_pct"] = floor_pct(e.median);

@@ -30,9 +30,33 @@ Summary summarize(std::vector<double> samples) {
   return s;
 }
 
-bool is_faster(const Summary& cand, const Summary& eager) {
-  if (cand.reps == 0 || eager.reps == 0) return false;
-  return eager.median - cand.median > cand.iqr + eager.iqr;
+double binomial_upper_tail(int n, int k) {
+  if (k <= 0) return 1.0;
+  if (k > n) return 0.0;
+  // Terms C(n, j) / 2^n for j >= k; past the mode they only shrink, so the sum
+  // stops once a term no longer changes it.
+  const double log_half_n = n * std::log(0.5);
+  auto log_term = [&](int j) { return std::lgamma(n + 1.0) - std::lgamma(j + 1.0) - std::lgamma(n - j + 1.0) + log_half_n; };
+  double sum = 0;
+  for (int j = k; j <= n; ++j) {
+    const double t = std::exp(log_term(j));
+    sum += t;
+    if (j > n / 2 && t < sum * 1e-17) break;
+  }
+  return std::min(1.0, sum);
+}
+
+FasterDecision decide_faster(const std::vector<double>& cand, const std::vector<double>& eager,
+                             const FasterRule& rule) {
+  FasterDecision d;
+  d.rounds = static_cast<int>(std::min(cand.size(), eager.size()));
+  if (d.rounds == 0) return d;
+  for (int i = 0; i < d.rounds; ++i)
+    if (cand[i] * (1 + rule.min_effect) < eager[i]) ++d.wins;
+  d.p = binomial_upper_tail(d.rounds, d.wins);
+  const Summary c = summarize(cand), e = summarize(eager);
+  d.faster = d.p < rule.alpha && c.median * (1 + rule.min_effect) < e.median;
+  return d;
 }
 
 }  // namespace forge::worker

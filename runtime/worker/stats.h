@@ -18,12 +18,30 @@ struct Summary {
 // Percentiles by linear interpolation between order statistics.
 Summary summarize(std::vector<double> samples);
 
-// `faster` of the protocol: the candidate's median is below the stock median
-// by more than the two spreads added together,
-//   eager.median - cand.median > cand.iqr + eager.iqr
-// (equivalently cand.median + cand.iqr < eager.median - eager.iqr). Conservative
-// on purpose: noise large enough to reorder the middle halves of the two
-// distributions never reads as a win.
-bool is_faster(const Summary& cand, const Summary& eager);
+// `faster` of the protocol: a paired test of fixed size (the rounds the
+// benchmark ran, decided before any outcome). Round i timed the candidate
+// (cand[i]) and stock (eager[i]) on the same fresh content, in random order,
+// so load that comes and goes hits both. The candidate wins round i when
+//   cand[i] * (1 + min_effect) < eager[i]
+// and is faster when the exact one-sided sign test puts its wins above chance
+// (binomial tail, p < alpha) AND its median is min_effect below stock's: the
+// test keeps noise from reading as a win, the effect keeps a negligible gain
+// from counting as one.
+struct FasterRule {
+  double min_effect = 0.05;
+  double alpha = 0.05;
+};
+
+struct FasterDecision {
+  bool faster = false;
+  int wins = 0, rounds = 0;
+  double p = 1;  // P(at least `wins` of `rounds` | each round a coin flip)
+};
+
+FasterDecision decide_faster(const std::vector<double>& cand, const std::vector<double>& eager,
+                             const FasterRule& rule = {});
+
+// P(X >= k) for X ~ Binomial(n, 1/2), exact (summed in log space).
+double binomial_upper_tail(int n, int k);
 
 }  // namespace forge::worker
