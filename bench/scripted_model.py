@@ -43,11 +43,12 @@ print(float(y.sum()))
 """
 
 # The i-th request gets kernels/k<i>.cpp (the last one again past the end).
+# Requests arrive together (the variants under a node are asked at once), so
+# the counter is taken under a lock.
 PROVIDER = """#!/bin/sh
 cat > /dev/null
 dir=$(dirname "$0")
-n=$(cat "$dir/count" 2>/dev/null || echo 0)
-echo $((n + 1)) > "$dir/count"
+n=$(flock "$dir/count.lock" sh -c 'n=$(cat "$1/count" 2>/dev/null || echo 0); echo $((n + 1)) > "$1/count"; echo $n' - "$dir")
 last=$(( $(ls "$dir"/kernels | wc -l) - 1 ))
 [ "$n" -gt "$last" ] && n=$last
 echo 'A softmax.'
@@ -55,6 +56,8 @@ echo '```cpp'
 cat "$dir/kernels/k$n.cpp"
 echo '```'
 """
+
+RATIO_LINE = re.compile(r"idle until the call has taken ([0-9.]+) x the computation")
 
 
 def library_kernel():
@@ -122,24 +125,42 @@ def trial(forge, k, load, shape):
         return {"trial": k, "error": p.stderr[-2000:], "wall_s": wall}
     rep = json.loads(p.stdout)
     t = rep["targets"][0]
-    shipped = t.get("best_iteration")
+    evals = evaluations(d)
+    measured = [e["ratio"] for e in evals if e["verdict"] == "accepted" and e["ratio"] is not None]
     out = {"trial": k, "wall_s": wall, "iterations": t.get("iterations"), "outcomes": t.get("outcomes"),
-           "shipped_iteration": shipped, "best_speedup_eager": t.get("best_speedup_eager"),
+           "shipped_iteration": t.get("best_iteration"), "best_speedup_eager": t.get("best_speedup_eager"),
            "best_strategy": t.get("best_strategy"),
-           # Requests are served in order, so iteration i (from 1) ran kernels/k<i-1>.cpp.
-           "shipped_ratio": RATIOS[shipped - 1] if shipped and shipped <= len(RATIOS) else None,
-           "races": races(d), "evaluations": evaluations(d)}
+           # Which kernel of the sequence each is, read from its own source.
+           "shipped_ratio": ratio_of(source_text(d, t.get("best_source"))),
+           "fastest_verified_ratio": min(measured) if measured else None,
+           "races": races(d), "evaluations": evals}
     shutil.rmtree(d, ignore_errors=True)
     return out
 
 
+def source_text(d, digest):
+    if not digest:
+        return ""
+    try:
+        return open(os.path.join(d, ".forge", "objects", digest[:2], digest[2:]), "rb").read()[20:].decode()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def ratio_of(text):
+    m = RATIO_LINE.search(text or "")
+    return float(m.group(1)) if m else None
+
+
 def evaluations(d):
-    """Each evaluation record in the store: the kernel's file, its speedup over stock, spreads."""
+    """Each evaluation record in the store: the kernel's file and ratio, its speedup over stock, spreads."""
     out = []
     for rec in store_records(d):
         b = rec.get("bench") if isinstance(rec.get("bench"), dict) else None
         if "candidate" in rec and "verdict" in rec and b:
+            src = rec.get("source") if isinstance(rec.get("source"), str) else None
             out.append({"file": rec["candidate"], "verdict": rec["verdict"], "reason": rec.get("reason"),
+                        "ratio": ratio_of(source_text(d, src)), "faster_test": b.get("faster_test"),
                         "speedup_eager": b.get("speedup_eager"), "faster": b.get("faster"),
                         "candidate_us": b.get("candidate_us", {}).get("median"),
                         "candidate_iqr": b.get("candidate_us", {}).get("spread"),
@@ -188,21 +209,24 @@ def main():
     path = os.path.join(res_dir, f"{res['date']}_{commit}_cpu_scripted_model.json")
     os.makedirs(res_dir, exist_ok=True)
     json.dump(res, open(path, "w"), indent=1)
-    print(f"{'trial':>5} {'shipped (ratio)':>16} {'x stock':>8} {'races won/run':>14} {'wall s':>7}  outcomes")
+    print(f"{'trial':>5} {'shipped (ratio)':>16} {'fastest seen':>13} {'x stock':>8} {'races won/run':>14} {'wall s':>7}  outcomes")
     for r in rows:
         if "error" in r:
             print(f"{r['trial']:5d} error: {r['error'][-300:]}")
             continue
         won = sum(x["challenger_wins"] for x in r["races"])
-        print(f"{r['trial']:5d} {r['shipped_ratio']!s:>16} {r['best_speedup_eager'] or 0:8.2f} "
+        print(f"{r['trial']:5d} {r['shipped_ratio']!s:>16} {r['fastest_verified_ratio']!s:>13} {r['best_speedup_eager'] or 0:8.2f} "
               f"{won:>6}/{len(r['races']):<7} {r['wall_s']:7.0f}  {json.dumps(r['outcomes'])}")
     for r in rows:
         for e in r.get("evaluations", []):
-            print(f"  trial {r['trial']} {e['file']:24} {e['verdict']:9} x{e['speedup_eager'] or 0:.2f} "
+            print(f"  trial {r['trial']} {e['file']:24} ratio {e['ratio']!s:5} {e['verdict']:9} x{e['speedup_eager'] or 0:.2f} "
                   f"({e['candidate_us'] or 0:.0f}+-{e['candidate_iqr'] or 0:.0f} us vs stock "
                   f"{e['eager_us'] or 0:.0f}+-{e['eager_iqr'] or 0:.0f})")
-    ok = sum(1 for r in rows if r.get("shipped_ratio") == 1.0)
-    print(f"the fastest shipped in {ok} of {len(rows)} trials; written {path}")
+    ok = sum(1 for r in rows if r.get("shipped_ratio") is not None and
+             r.get("shipped_ratio") == r.get("fastest_verified_ratio"))
+    best = sum(1 for r in rows if r.get("shipped_ratio") == 1.0)
+    print(f"the fastest verified kernel shipped in {ok} of {len(rows)} trials "
+          f"(the 1.0 kernel in {best}); written {path}")
 
 
 if __name__ == "__main__":

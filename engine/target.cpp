@@ -110,6 +110,9 @@ nlohmann::json target_json(const Target& t) {
                                                     : nlohmann::json(t.best_strategy)},
           {"best_proposer", t.best_proposer.empty() ? nlohmann::json(nullptr)
                                                     : nlohmann::json(t.best_proposer)},
+          // The shipped kernel's source: a store object digest (.forge/objects).
+          {"best_source", t.shipped && *t.shipped < t.kernels.size() ? nlohmann::json(t.kernels[*t.shipped].source)
+                                                                     : nlohmann::json(nullptr)},
           {"llm", t.llm}};
 }
 

@@ -91,7 +91,10 @@ std::vector<json> evaluate_candidates(BuildContext& ctx, Executor& executor, con
   std::vector<size_t> compiled_index;
   for (size_t i = 0; i < sources.size(); ++i) {
     json& rec = records[i];
-    rec = {{"candidate", sources[i].name}, {"target", target.id}, {"baseline", baseline(target)}};
+    rec = {{"candidate", sources[i].name},
+           {"source", ctx.builder.store().put_object(sources[i].text)},
+           {"target", target.id},
+           {"baseline", baseline(target)}};
     auto violations = static_check(sources[i].text, sources[i].lang);
     rec["static"] = static_json(violations);
     if (!violations.empty()) {
