@@ -72,11 +72,12 @@ TEST_CASE("forge build with the command provider: an llm kernel verifies and is 
   CHECK(t["llm"]["requests"] == 1);
   CHECK(r["llm"]["requests"] == 1);
   CHECK(r["llm"]["cost_usd"].is_null());
+  CHECK(r["llm"]["prompt_chars"]["largest"].get<long>() > 1000);
 
   // The prompt the script saw: the op's semantics, the ABI, the rules, the device.
   const std::string prompt = test::read_text(dir / "prompt.txt");
   for (const char* part : {"aten::native_layer_norm", "# layer_norm", "FORGE_ABI_VERSION",
-                           "`thread`", "CPU: ", "Start from scratch"}) {
+                           "`thread`", "CPU: ", "From scratch", "ln(stock median / your median)"}) {
     CAPTURE(part);
     CHECK(prompt.find(part) != std::string::npos);
   }
