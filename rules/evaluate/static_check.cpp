@@ -21,10 +21,12 @@ const StaticRule kRules[] = {
      "it"},
     {"stream",
      "creates or picks its own stream, event or callback: work must run on call->stream, or the "
-     "timer and CUDA graphs miss it"},
+     "timer and CUDA graphs miss it",
+     false, true},
     {"default_stream",
      "launches a kernel without call->stream as the launch's stream (the default stream is not "
-     "the caller's stream)"},
+     "the caller's stream)",
+     false, true},
     {"environment", "reads or changes the environment: a kernel may depend only on its inputs"},
     {"io",
      "does file, console, network or process I/O: a kernel computes, it does not talk to the "
@@ -37,7 +39,8 @@ const StaticRule kRules[] = {
      "(forge_workspace_bytes)"},
     {"inline_asm",
      "uses inline assembly on the CPU: it can make system calls no other check sees (use "
-     "intrinsics)"},
+     "intrinsics)",
+     true, false},
     {"no_entry", "defines no `int forge_kernel(const forge_call*)`: the ABI entry point"},
 };
 
@@ -196,6 +199,13 @@ bool defines_entry(const std::string& code) {
 const std::vector<StaticRule>& static_rules() {
   static const std::vector<StaticRule> rules(std::begin(kRules), std::end(kRules));
   return rules;
+}
+
+std::vector<StaticRule> static_rules(CandidateLang lang) {
+  std::vector<StaticRule> out;
+  for (const auto& r : kRules)
+    if (lang == CandidateLang::Cuda ? r.cuda : r.cpp) out.push_back(r);
+  return out;
 }
 
 std::string StaticViolation::describe() const {

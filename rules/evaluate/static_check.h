@@ -25,10 +25,15 @@ enum class CandidateLang { Cpp, Cuda };
 struct StaticRule {
   const char* id;         // "thread", "io", ...
   const char* rationale;  // one line: why a kernel must not do this
+  // The backends it concerns (stream rules: CUDA; inline_asm: CPU); a prompt
+  // for the other backend leaves it out. The check itself ignores this.
+  bool cpp = true, cuda = true;
 };
 
 // Every rule, in the order they are checked.
 const std::vector<StaticRule>& static_rules();
+// The rules that concern `lang`'s candidates (what a prompt for that backend lists).
+std::vector<StaticRule> static_rules(CandidateLang lang);
 
 struct StaticViolation {
   std::string rule;       // StaticRule::id

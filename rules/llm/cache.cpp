@@ -1,11 +1,17 @@
 #include "rules/llm/cache.h"
 
+#include <algorithm>
+
 #include "util/hash.h"
 
 namespace forge::llm {
 using nlohmann::json;
 
-void Ledger::add(const Reply& r) {
+void Ledger::add(const Request& q, const Reply& r) {
+  long chars = static_cast<long>(q.system.size());
+  for (const auto& m : q.messages) chars += static_cast<long>(m.text.size());
+  prompt_chars += chars;
+  largest_prompt_chars = std::max(largest_prompt_chars, chars);
   if (r.cached) {
     ++cached;
     return;
@@ -20,6 +26,8 @@ Ledger& Ledger::operator+=(const Ledger& o) {
   cached += o.cached;
   input_tokens += o.input_tokens;
   output_tokens += o.output_tokens;
+  prompt_chars += o.prompt_chars;
+  largest_prompt_chars = std::max(largest_prompt_chars, o.largest_prompt_chars);
   return *this;
 }
 
@@ -34,6 +42,7 @@ json Ledger::to_json(const LlmSpec& spec) const {
           {"cached", cached},
           {"input_tokens", input_tokens},
           {"output_tokens", output_tokens},
+          {"prompt_chars", {{"total", prompt_chars}, {"largest", largest_prompt_chars}}},
           {"cost_usd", cost}};
 }
 
@@ -54,7 +63,7 @@ Reply CachedClient::complete(const Request& request) {
       r.usage = {j.value("input_tokens", 0L), j.value("output_tokens", 0L)};
       r.cached = true;
       std::lock_guard<std::mutex> lock(m_mutex);
-      m_ledger.add(r);
+      m_ledger.add(request, r);
       return r;
     }
   }
@@ -65,7 +74,7 @@ Reply CachedClient::complete(const Request& request) {
               {"request", m_store.put_object(request.to_json().dump())}};
   m_store.put_action(k, rec.dump());
   std::lock_guard<std::mutex> lock(m_mutex);
-  m_ledger.add(r);
+  m_ledger.add(request, r);
   return r;
 }
 

@@ -20,16 +20,21 @@ namespace forge::llm {
 inline constexpr const char* kReplyCacheVersion = "1";
 
 // Tokens and money of the requests a build actually sent (cached replies are
-// counted apart and cost nothing).
+// counted apart and cost nothing), and the size of every prompt it asked.
 struct Ledger {
   int requests = 0;  // sent to the provider
   int cached = 0;    // answered from the store
   long input_tokens = 0;
   long output_tokens = 0;
+  // Characters of the prompts asked, sent or cached: system text plus every
+  // message; the sum and the largest single prompt.
+  long prompt_chars = 0;
+  long largest_prompt_chars = 0;
 
-  void add(const Reply& r);
+  void add(const Request& q, const Reply& r);
   Ledger& operator+=(const Ledger& o);
   // {"provider", "model", "requests", "cached", "input_tokens", "output_tokens",
+  //  "prompt_chars": {"total", "largest"},
   //  "cost_usd": null unless both prices are set in forge.yaml}
   nlohmann::json to_json(const LlmSpec& spec) const;
 };

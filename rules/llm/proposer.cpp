@@ -1,7 +1,9 @@
 #include "rules/llm/proposer.h"
 
+#include <algorithm>
 #include <set>
 
+#include "engine/device_facts.h"
 #include "engine/store_json.h"
 #include "rules/evaluate/judge.h"
 #include "rules/llm/reply.h"
@@ -13,6 +15,13 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kHistoryLines = 24;
+constexpr size_t kElsewhereLines = 3;
+
+// A step's string value ("" when absent): a digest, or the model's idea.
+std::string digest_of(const mcts::Node& n, const char* step) {
+  auto it = n.outcome.steps.find(step);
+  return it != n.outcome.steps.end() && it->is_string() ? it->get<std::string>() : "";
+}
 
 std::string outcome_line(const mcts::Node& n) {
   std::string s = std::string(mcts::status_name(n.outcome.status));
@@ -23,6 +32,8 @@ std::string outcome_line(const mcts::Node& n) {
   }
   if (!n.outcome.reason.empty() && !n.outcome.verified())
     s += ": " + llm::bounded(n.outcome.reason, 240);
+  const std::string idea = digest_of(n, "idea");
+  if (!idea.empty()) s += "; idea: " + idea;
   return s;
 }
 
@@ -44,7 +55,12 @@ std::vector<mcts::Action> LlmProposer::actions(const mcts::Tree& tree, mcts::Nod
                                                mcts::Rng&) {
   const mcts::Node& p = tree.node(parent);
   if (parent != mcts::kRoot && (p.pending || !p.outcome.verified())) return {};
-  // The note: the path from the root, then what was already tried under p.
+  // The note, JSON that first_request reads: {"tried": the path from the root,
+  // then what was already tried under p, one line each; "elsewhere": the
+  // fastest verified kernels off the path; "elsewhere_what"/"elsewhere_source"
+  // (a digest): the fastest of them, when it beats p; "stock_evaluation" (a
+  // digest) and "stock_node": the first verified node's evaluation, whose
+  // bench.eager_us is stock as the benchmark measures it}.
   std::vector<std::string> lines;
   std::vector<mcts::NodeId> path;
   for (mcts::NodeId id = parent; id != mcts::kRoot; id = tree.node(id).parent) path.push_back(id);
@@ -61,10 +77,38 @@ std::vector<mcts::Action> LlmProposer::actions(const mcts::Tree& tree, mcts::Nod
   }
   if (lines.size() > kHistoryLines)
     lines.erase(lines.begin(), lines.begin() + static_cast<long>(lines.size() - kHistoryLines));
-  std::string note;
-  for (const auto& l : lines) note += l + "\n";
+  json note = json::object();
+  std::string tried;
+  for (const auto& l : lines) tried += l + "\n";
+  if (!tried.empty()) note["tried"] = tried;
+
+  std::vector<const mcts::Node*> off_path;
+  for (const auto& n : tree.nodes()) {
+    if (n.id == mcts::kRoot || n.pending || !n.outcome.verified()) continue;
+    if (!note.contains("stock_evaluation") && !digest_of(n, "evaluation").empty()) {
+      note["stock_evaluation"] = digest_of(n, "evaluation");
+      note["stock_node"] = n.id;
+    }
+    if (n.id != parent && std::find(path.begin(), path.end(), n.id) == path.end())
+      off_path.push_back(&n);
+  }
+  std::stable_sort(off_path.begin(), off_path.end(), [](const mcts::Node* a, const mcts::Node* b) {
+    return a->outcome.speedup > b->outcome.speedup;
+  });
+  if (off_path.size() > kElsewhereLines) off_path.resize(kElsewhereLines);
+  std::string elsewhere;
+  for (const mcts::Node* n : off_path)
+    elsewhere += "- node " + std::to_string(n->id) + ", " + node_what(*n) + ": " + outcome_line(*n) + "\n";
+  if (!elsewhere.empty()) note["elsewhere"] = elsewhere;
+  const double parent_speedup = parent == mcts::kRoot ? 1.0 : p.outcome.speedup;
+  if (!off_path.empty() && off_path.front()->outcome.speedup > parent_speedup &&
+      !digest_of(*off_path.front(), "source").empty()) {
+    note["elsewhere_what"] = "node " + std::to_string(off_path.front()->id) + ", " + node_what(*off_path.front());
+    note["elsewhere_source"] = digest_of(*off_path.front(), "source");
+  }
+  const std::string text = note.empty() ? "" : note.dump();
   std::vector<mcts::Action> out;
-  for (int k = 0; k < m_variants; ++k) out.push_back({"llm", "", json{{"variant", k}}, note});
+  for (int k = 0; k < m_variants; ++k) out.push_back({"llm", "", json{{"variant", k}}, text});
   return out;
 }
 
@@ -89,6 +133,42 @@ std::string LlmEvaluator::ask(const llm::Request& r, std::vector<std::string>& k
   return m_client.complete(r).text;
 }
 
+namespace {
+
+// 1 << forge_dtype (runtime/abi/forge_kernel.h) of every float tensor among the
+// capture's records, nested lists included.
+unsigned float_dtypes(const json& records) {
+  unsigned mask = 0;
+  if (records.is_array()) {
+    for (const auto& r : records) mask |= float_dtypes(r);
+  } else if (records.is_object()) {
+    const std::string d = records.value("dtype", "");
+    if (d == "float32") mask |= 1u << 0;
+    if (d == "float64") mask |= 1u << 1;
+    if (d == "float16") mask |= 1u << 2;
+    if (d == "bfloat16") mask |= 1u << 3;
+    for (const auto& [k, v] : records.items())
+      if (v.is_structured()) mask |= float_dtypes(v);
+  }
+  return mask;
+}
+
+// One record per line: short enough to read, no indentation to pay for.
+std::string json_lines(const json& j) {
+  if (!j.is_array() || j.empty()) return j.dump() + "\n";
+  std::string s = "[\n";
+  for (size_t i = 0; i < j.size(); ++i) s += " " + j[i].dump() + (i + 1 < j.size() ? ",\n" : "\n");
+  return s + "]\n";
+}
+
+std::optional<llm::Timing> timing_of(const json& bench, const char* key) {
+  const json t = bench.value(key, json::object());
+  if (!t.is_object() || !t.value("median", json()).is_number()) return std::nullopt;
+  return llm::Timing{t["median"].get<double>(), t.value("spread", 0.0)};
+}
+
+}  // namespace
+
 llm::Request LlmEvaluator::first_request(const mcts::EvalRequest& req) {
   const Target& t = *m_in.target;
   store::Store& store = m_ctx.builder.store();
@@ -97,34 +177,65 @@ llm::Request LlmEvaluator::first_request(const mcts::EvalRequest& req) {
   f.op = t.op;
   f.signature = t.signature;
   f.family = m_in.family->name;
-  f.args = t.args.dump(1);
-  f.outputs = t.outputs.dump(1);
+  f.args = json_lines(t.args);
+  f.outputs = json_lines(t.outputs);
+  f.dtypes = float_dtypes(t.args) | float_dtypes(t.outputs);
   read_file(m_in.family->path, &f.family_yaml);
   read_file(default_targets_dir().parent_path() / "runtime" / "abi" / "forge_kernel.h",
             &f.abi_header);
   f.device_name = m_ctx.device.name;
   f.arch = m_ctx.device.arch;
+  const DeviceFacts facts = probe_device_facts(m_ctx.runner, m_ctx.device);
+  f.device_facts = facts.describe();
+  f.isa = facts.isa;
   f.ceiling_bytes_per_s = m_in.ceiling_bytes_per_s;
   f.bytes = t.bytes;
   f.floor_us = t.floor_us;
-  f.stock_us = t.calls > 0 ? t.time_us / static_cast<double>(t.calls) : 0;
+  f.capture_us = t.calls > 0 ? t.time_us / static_cast<double>(t.calls) : 0;
+  // The note (LlmProposer::actions): JSON; plain text from older journals is the history.
+  const json note = json::parse(req.action.parent_note, nullptr, false);
+  if (note.is_object()) {
+    f.history = note.value("tried", "");
+    f.elsewhere = note.value("elsewhere", "");
+    if (auto src = store.get_object(note.value("elsewhere_source", ""))) {
+      f.elsewhere_source = *src;
+      f.elsewhere_what = note.value("elsewhere_what", "");
+    }
+  } else {
+    f.history = req.action.parent_note;
+  }
+  // Stock as the benchmark measured it: the parent's evaluation, else any in the tree.
+  auto stock_from = [&](const json& rec, const std::string& from) {
+    const json bench = rec.value("bench", json::object());
+    if (f.stock || !bench.is_object()) return;
+    f.stock = timing_of(bench, "eager_us");
+    if (!f.stock) return;
+    f.stock_from = from;
+    if (bench.value("threads", json()).is_number_integer()) f.stock_threads = bench["threads"].get<int>();
+  };
   const json& ps = req.parent_steps;
   f.parent_what = ps.value("what", "the stock kernel");
+  if (!ps.value("idea", "").empty()) f.parent_what += " (its idea: " + ps.value("idea", "") + ")";
   if (req.parent != mcts::kRoot) {
     if (auto src = store.get_object(ps.value("source", ""))) f.parent_source = *src;
     if (json rec = get_json_object(store, ps.value("evaluation", "")); rec.is_object()) {
       const json bench = rec.value("bench", json::object());
-      const json cand = bench.value("candidate_us", json::object());
-      if (cand.value("median", json()).is_number()) f.parent_us = cand["median"].get<double>();
+      f.parent = timing_of(bench, "candidate_us");
       if (bench.value("speedup_eager", json()).is_number())
         f.parent_speedup = bench["speedup_eager"].get<double>();
       if (bench.value("floor_pct", json()).is_number())
         f.parent_floor_pct = bench["floor_pct"].get<double>();
+      const json hot = bench.value("hot", json::object());
+      if (hot.is_object() && hot.value("speedup_eager", json()).is_number())
+        f.parent_hot_speedup = hot["speedup_eager"].get<double>();
+      stock_from(rec, "the parent's evaluation");
     }
   } else {
     f.example_source = m_in.example_source;
   }
-  f.history = req.action.parent_note;
+  if (!f.stock && note.is_object() && note.contains("stock_evaluation"))
+    stock_from(get_json_object(store, note.value("stock_evaluation", "")),
+               "node " + std::to_string(note.value("stock_node", 0)) + "'s evaluation");
   f.variant = req.action.params.value("variant", 0);
   f.variants = m_in.spec->variants;
   llm::Request r = llm::variant_request(*m_in.templates, f);
@@ -175,6 +286,7 @@ mcts::Outcome LlmEvaluator::evaluate_asked(const mcts::EvalRequest& req) {
   llm::Request r = first.request;
   keys.push_back(m_client.key(r));
   std::string reply = first.reply.get().text;
+  const std::string idea = llm::idea_of(reply);  // the first reply's, shown to later variants
   llm::Extracted x = llm::extract_kernel(reply);
   if (x.status != llm::Extracted::Status::Found) {
     r = llm::repair_request(
@@ -192,7 +304,8 @@ mcts::Outcome LlmEvaluator::evaluate_asked(const mcts::EvalRequest& req) {
                            std::to_string(req.action.params.value("variant", 0) + 1);
   const json extra = {{"proposer", "llm"},
                       {"what", describe_action(req.action, req.parent)},
-                      {"llm", joined}};
+                      {"llm", joined},
+                      {"idea", idea}};
   if (x.status != llm::Extracted::Status::Found) {
     mcts::Outcome out;
     out.status = mcts::Outcome::Status::StaticReject;

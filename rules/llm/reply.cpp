@@ -45,6 +45,36 @@ std::vector<CodeBlock> code_blocks(const std::string& reply) {
   return out;
 }
 
+std::string idea_of(const std::string& reply, size_t max_chars) {
+  size_t fence = reply.find("```");
+  std::string prose = reply.substr(0, fence);
+  // Plain words: headings, emphasis and list marks dropped, whitespace folded.
+  std::string words;
+  bool space = false;
+  for (char c : prose) {
+    if (c == '*' || c == '#' || c == '`') continue;
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      space = !words.empty();
+      continue;
+    }
+    if (space) words += ' ';
+    space = false;
+    words += c;
+  }
+  // The first sentence: up to a period, ! or ? followed by a space (or the
+  // end), past the first 24 characters and not an abbreviation's ("e.g.").
+  for (size_t i = 24; i < words.size(); ++i)
+    if ((words[i] == '.' || words[i] == '!' || words[i] == '?') &&
+        (i + 1 == words.size() || words[i + 1] == ' ') && !(words[i] == '.' && words[i - 2] == '.')) {
+      words.resize(i + 1);
+      break;
+    }
+  if (words.size() <= max_chars) return words;
+  size_t cut = words.rfind(' ', max_chars - 3);
+  if (cut == std::string::npos || cut < max_chars / 2) cut = max_chars - 3;
+  return words.substr(0, cut) + "...";
+}
+
 bool defines_entry(const std::string& source) {
   static const std::regex def(R"(\bint\s+forge_kernel\s*\([^)]*\)\s*\{)");
   return std::regex_search(source, def);

@@ -28,6 +28,11 @@ struct Extracted {
 
 Extracted extract_kernel(const std::string& reply);
 
+// The model's one-line idea: the first sentence of the prose before its first
+// code fence, Markdown marks and line breaks folded to plain words, at most
+// `max_chars` (cut at a word, "..." added); "" when the reply opens with code.
+std::string idea_of(const std::string& reply, size_t max_chars = 160);
+
 // Does `source` define (not just mention) forge_kernel?
 bool defines_entry(const std::string& source);
 

@@ -81,6 +81,7 @@ TEST_CASE("forge build with the command provider: variants asked together, a fai
   CHECK(t["llm"]["requests"] == 1);  // answered; the failed one is in the notes
   CHECK(r["llm"]["requests"] == 1);
   CHECK(r["llm"]["cost_usd"].is_null());
+  CHECK(r["llm"]["prompt_chars"]["largest"].get<long>() > 1000);
   bool reported = false;
   for (const auto& n : r["notes"])
     if (n.get<std::string>().find("skipped") != std::string::npos &&
@@ -99,7 +100,7 @@ TEST_CASE("forge build with the command provider: variants asked together, a fai
   // The prompt the script saw: the op's semantics, the ABI, the rules, the device.
   const std::string prompt = test::read_text(dir / "prompt-1.txt");
   for (const char* part : {"aten::native_layer_norm", "# layer_norm", "FORGE_ABI_VERSION",
-                           "`thread`", "CPU: ", "Start from scratch"}) {
+                           "`thread`", "CPU: ", "From scratch", "ln(stock median / your median)"}) {
     CAPTURE(part);
     CHECK(prompt.find(part) != std::string::npos);
   }

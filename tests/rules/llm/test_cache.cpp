@@ -74,7 +74,17 @@ TEST_CASE("the second ask is answered from the store and costs nothing") {
   llm::Ledger l = c.ledger();
   CHECK(l.to_json(spec) == json{{"provider", "openai"}, {"model", "m"}, {"requests", 2},
                                 {"cached", 1}, {"input_tokens", 2000}, {"output_tokens", 1000},
+                                {"prompt_chars", {{"total", 12}, {"largest", 4}}},
                                 {"cost_usd", nullptr}});
+  // Prompt sizes: every prompt asked, sent or cached; the sum and the largest.
+  c.complete(ask(std::string(100, 'x')));
+  llm::Ledger more = c.ledger();
+  CHECK(more.prompt_chars == 12 + 103);
+  CHECK(more.largest_prompt_chars == 103);
+  llm::Ledger both = l;
+  both += more;
+  CHECK(both.prompt_chars == 12 + 115);
+  CHECK(both.largest_prompt_chars == 103);
   spec.price_in = 3;
   spec.price_out = 15;
   CHECK(l.to_json(spec)["cost_usd"].get<double>() == doctest::Approx(0.021));

@@ -47,5 +47,18 @@ TEST_CASE("no fence, an unterminated fence, no entry point, no code") {
   CHECK(llm::extract_kernel("I cannot help with that.").status == Extracted::Status::NoCode);
 }
 
+TEST_CASE("the idea: the first sentence of the prose before the code, bounded") {
+  CHECK(llm::idea_of("**Idea:** fuse the max and sum passes with an online rescale, e.g. "
+                     "Milakov's trick. Then write once.\n```cpp\nint x;\n```") ==
+        "Idea: fuse the max and sum passes with an online rescale, e.g. Milakov's trick.");
+  CHECK(llm::idea_of("```cpp\nint x;\n```\nThis is after the code.") == "");
+  CHECK(llm::idea_of("## Plan\n\nKeep each row in `L1`\nand use AVX-512") ==
+        "Plan Keep each row in L1 and use AVX-512");
+  // Cut at a word, unless that loses more than half.
+  CHECK(llm::idea_of(std::string(100, 'a') + " " + std::string(300, 'b')) == std::string(100, 'a') + "...");
+  CHECK(llm::idea_of(std::string(50, 'a') + " " + std::string(300, 'b')).size() == 160);
+  CHECK(llm::idea_of(std::string(400, 'x')).size() == 160);
+}
+
 TEST_SUITE_END();
 }  // namespace forge
