@@ -10,6 +10,7 @@
 
 #include "rules/evaluate/family.h"
 #include "rules/evaluate/static_check.h"
+#include "runtime/common/dtypes.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -657,8 +658,6 @@ std::string trim_example(const std::string& source, unsigned dtypes,
 }
 
 std::string trim_family_yaml(const std::string& yaml, unsigned dtypes) {
-  static const std::vector<std::pair<const char*, unsigned>> kFloat = {
-      {"float32", 1}, {"float64", 2}, {"float16", 4}, {"bfloat16", 8}};
   std::string out;
   bool header = true;
   for (const std::string& line : lines_of(yaml)) {
@@ -667,11 +666,15 @@ std::string trim_family_yaml(const std::string& yaml, unsigned dtypes) {
     if (!comment) header = false;
     if (comment && !header) continue;
     if (first == std::string::npos) continue;
+    // An indented `<dtype>:` key (a tolerance row) of a type the signature
+    // does not use; `dtypes` is the FORGE_DTYPES mask (1 << ABI code).
     bool other_dtype = false;
-    if (dtypes && first > 0)
-      for (const auto& [name, bit] : kFloat)
-        if (line.compare(first, std::strlen(name) + 1, std::string(name) + ":") == 0 && !(dtypes & bit))
-          other_dtype = true;
+    if (dtypes && first > 0) {
+      const size_t colon = line.find(':', first);
+      const dtypes::Dtype* d =
+          colon == std::string::npos ? nullptr : dtypes::find(std::string_view(line).substr(first, colon - first));
+      other_dtype = d && d->abi >= 0 && !(dtypes & (1u << d->abi));
+    }
     if (!other_dtype) out += line + "\n";
   }
   return out;

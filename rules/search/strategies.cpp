@@ -8,7 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "runtime/abi/forge_kernel.h"
+#include "runtime/common/dtypes.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -102,18 +102,20 @@ SignatureFacts signature_facts(const Target& target) {
   const json* in = first_tensor(a);
   const json* out = first_tensor(target.outputs);
   if (in && out) {
-    // The ABI's dtype codes; the templates' with_dtype covers these three.
-    static const std::map<std::string, int> code = {
-        {"float32", FORGE_FLOAT32}, {"float16", FORGE_FLOAT16}, {"bfloat16", FORGE_BFLOAT16}};
-    auto i = code.find(in->value("dtype", "")), o = code.find(out->value("dtype", ""));
-    if (i != code.end() && o != code.end()) {
+    // The ABI codes (runtime/common/dtypes.h) of the floating types the
+    // templates' with_dtype covers.
+    auto code = [](const std::string& name) -> std::optional<int32_t> {
+      const dtypes::Dtype* d = dtypes::find(name);
+      if (!d || !(name == "float32" || name == "float16" || name == "bfloat16")) return std::nullopt;
+      return d->abi;
+    };
+    if (code(in->value("dtype", "")) && code(out->value("dtype", ""))) {
       // Every tensor's type, not the first input's and output's alone
       // (autocast's bf16 input with float32 weights): an instance without
       // one refuses every call.
       auto add = [&](const json& t) {
         if (!t.is_object() || t.value("type", "") != "Tensor") return;
-        auto c = code.find(t.value("dtype", ""));
-        if (c != code.end()) f.dtypes |= 1u << c->second;
+        if (auto c = code(t.value("dtype", ""))) f.dtypes |= 1u << *c;
       };
       for (const json* list : {&target.args, &target.outputs})
         for (const auto& rec : *list) {
