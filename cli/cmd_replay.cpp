@@ -110,7 +110,8 @@ json evaluate_kernel(EvalSession& s, const Target* target, const HistoryKernel& 
     return error("other_backend", std::string("the target was captured on ") +
                                       (target_on_cuda(*target) ? "CUDA" : "the CPU") +
                                       ", the kernel is for the other backend");
-  if (!family_for(s, *target)) return error("no_family", "no op family covers " + target->op);
+  std::string no_family;
+  if (!family_for(s, *target, &no_family)) return error("no_family", no_family);
   start_evaluating(s);
   return evaluate_source(s, override_target ? *override_target : *target, {k.file, k.source, *lang},
                          settings);

@@ -141,9 +141,8 @@ int cmd_try(const Invocation& inv) {
                      (lang == CandidateLang::Cuda ? "CUDA" : "C++") + " candidate but " +
                      target.id + " was captured on " +
                      (cuda ? "CUDA (write a .cu)" : "the CPU (write a .cpp)"));
-  if (!family_for(*s, target))
-    throw Error("no op family under " + default_targets_dir().string() + " covers " + target.op +
-                ": its candidates cannot be verified yet");
+  std::string no_family;
+  if (!family_for(*s, target, &no_family)) throw Error(target.id + ": " + no_family);
 
   // From here on, steps run: the worker build, the compile, the evaluation.
   start_evaluating(*s);

@@ -63,18 +63,19 @@ std::optional<CandidateLang> lang_of(const std::filesystem::path& file) {
   return std::nullopt;
 }
 
-const Family* family_for(const EvalSession& s, const Target& t) {
-  auto found = find_family(s.families, t.op);
-  if (!found) return nullptr;
-  for (const auto& f : s.families)
-    if (f.name == found->name) return &f;
-  return nullptr;
+std::optional<Family> family_for(const EvalSession& s, const Target& t, std::string* why_not) {
+  return family_of(s.families, t, why_not);
 }
 
 json evaluate_source(EvalSession& s, const Target& target, const CandidateSource& src,
                      const EvalSettings& settings, const Family* family) {
-  if (!family) family = family_for(s, target);
-  if (!family) throw Error("no op family covers " + target.op);
+  std::optional<Family> own;
+  if (!family) {
+    std::string why;
+    own = family_for(s, target, &why);
+    if (!own) throw Error(target.id + ": " + why);
+    family = &*own;
+  }
   if (!s.executor) throw Error("internal: evaluate_source before start_evaluating");
   return evaluate_candidates(s.ctx(), *s.executor, target, *family, {src}, settings).front();
 }

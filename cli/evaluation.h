@@ -43,12 +43,14 @@ bool target_on_cuda(const Target& t);
 // The candidate language of a file name: .cu CUDA, .cpp/.cc/.cxx C++.
 std::optional<CandidateLang> lang_of(const std::filesystem::path& file);
 
-// The family covering the target's op, nullptr when none does.
-const Family* family_for(const EvalSession& s, const Target& t);
+// The family the target is verified under (rules/evaluate/family.h,
+// family_of): its op's family.yaml, else the derived one; nullopt, with
+// *why_not, when the candidate ABI cannot express the call.
+std::optional<Family> family_for(const EvalSession& s, const Target& t, std::string* why_not = nullptr);
 
 // One candidate against `target`: the evaluation record of rules/evaluate/evaluate.h.
-// Needs start_evaluating(); `family` defaults to family_for(t) (the caller has
-// checked there is one).
+// Needs start_evaluating(); `family` defaults to family_for(t) (an Error when
+// there is none).
 nlohmann::json evaluate_source(EvalSession& s, const Target& target, const CandidateSource& src,
                                const EvalSettings& settings, const Family* family = nullptr);
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <regex>
 
+#include "runtime/common/abi_args.h"
 #include "runtime/common/dtypes.h"
 #include "runtime/common/signature_family.h"
 #include "util/atomic_file.h"
@@ -80,13 +81,13 @@ bool is_number(const YAML::Node& n) {
   return n.IsScalar() && n.Tag() != "!" && plain_scalar(n.Scalar()).is_number();
 }
 
-void validate(const YAML::Node& root, const fs::path& path, const FamilyError& err) {
+void validate(const YAML::Node& root, const fs::path& path, const FamilyError& err, bool in_folder) {
   if (!root.IsMap()) err.fail("a family file is a mapping (name, ops, verify, tolerance, cost)");
   const YAML::Node name = root["name"];
   if (!name || !name.IsScalar() || name.Scalar().empty())
     err.fail("missing 'name' (the family's name, e.g. softmax)");
   const std::string folder = path.parent_path().filename().string();
-  if (name.Scalar() != folder)
+  if (in_folder && name.Scalar() != folder)
     err.fail(name, "name '" + name.Scalar() + "' differs from its folder '" + folder + "'");
 
   const YAML::Node ops = root["ops"];
@@ -167,10 +168,11 @@ fs::path default_targets_dir() {
   return fs::path(FORGE_SOURCE_DIR) / "targets";
 }
 
-Family load_family(const fs::path& file) {
+namespace {
+
+// A family from its YAML text; `file` names it in errors (and is its path).
+Family family_from_text(const std::string& text, const fs::path& file, bool in_folder) {
   FamilyError err(file);
-  std::string text;
-  if (!read_file(file, &text)) err.fail("cannot read the file");
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -178,14 +180,110 @@ Family load_family(const fs::path& file) {
     throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" +
                 std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
-  validate(root, file, err);
+  validate(root, file, err, in_folder);
   Family f;
   f.name = root["name"].Scalar();
   f.path = file;
   f.spec = to_json(root);
+  f.text = text;
   f.digest = sha256_hex(text);
   for (const auto& op : root["ops"]) f.ops.push_back(op.Scalar());
   return f;
+}
+
+bool is_tensor(const json& rec) { return rec.is_object() && rec.value("type", "") == "Tensor"; }
+
+// Row-major contiguous, as torch's is_contiguous (dims of extent 1 take any stride).
+bool is_contiguous(const json& rec) {
+  const auto sizes = rec.value("sizes", std::vector<int64_t>{});
+  const auto strides = rec.value("strides", std::vector<int64_t>{});
+  if (sizes.size() != strides.size()) return false;
+  int64_t expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] == 0) return true;
+    if (sizes[d] != 1 && strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+bool is_floating(const json& rec) {
+  const std::string d = rec.value("dtype", "");
+  return d == "float32" || d == "float64" || d == "float16" || d == "bfloat16";
+}
+
+}  // namespace
+
+Family load_family(const fs::path& file) {
+  std::string text;
+  if (!read_file(file, &text)) FamilyError(file).fail("cannot read the file");
+  return family_from_text(text, file, /*in_folder=*/true);
+}
+
+Family derive_family(const Target& t) {
+  bool contiguous = true, floating = false;
+  std::string reads, writes;
+  for (size_t i = 0; i < t.args.size(); ++i) {
+    const json& a = t.args[i];
+    if (!is_tensor(a)) continue;
+    contiguous = contiguous && is_contiguous(a);
+    floating = floating || is_floating(a);
+    reads += (reads.empty() ? "" : ", ") + std::to_string(i);
+  }
+  for (size_t k = 0; k < t.outputs.size(); ++k)
+    if (is_tensor(t.outputs[k])) writes += (writes.empty() ? "" : ", ") + std::to_string(k);
+  // Written as a family.yaml would be and read by the same validator, so a
+  // derived family is shown (to people and to the model) as the file it stands for.
+  std::string text =
+      "# " + t.op + ", derived from the captured call: no targets/<family>/family.yaml covers this op.\n"
+      "# The signature as captured (no dimension varies; a non-contiguous input fixes\n"
+      "# its strides), outputs as the stock kernel returns them, verified against\n"
+      "# stock on the captured samples and on fresh inputs of each range below\n"
+      "# (integer inputs: the captured values' range), tolerances by dtype.\n"
+      "name: \"" + t.op + "\"\n"
+      "ops: [\"" + t.op + "\"]\n"
+      "derived: true\n"
+      "signature_family:\n"
+      "  contiguous: " + (contiguous ? "true" : "false") + "\n"
+      "verify:\n"
+      "  ranges: [[-3, 3], [-100, 100]]\n"
+      "  seeds: 2\n" +
+      (floating ? "  specials: [nan, pos_inf]\n" : "") +
+      "# The float32 tolerance is wider than a hand-tuned family's (1e-6/1e-5): a\n"
+      "# derived family knows nothing of the op's summation order; precision cheats\n"
+      "# meet the worker's float64 accuracy check all the same.\n"
+      "tolerance:\n"
+      "  float32: {atol: 1.0e-5, rtol: 1.0e-4}\n"
+      "  float64: {atol: 1.0e-12, rtol: 1.0e-10}\n"
+      "  float16: {atol: 1.0e-3, rtol: 1.0e-3}\n"
+      "  bfloat16: {atol: 4.0e-3, rtol: 1.6e-2}\n"
+      "cost: {reads: [" + reads + "], writes: [" + writes + "]}\n";
+  Family f = family_from_text(text, "derived family of " + t.op, /*in_folder=*/false);
+  f.path.clear();
+  f.derived = true;
+  return f;
+}
+
+std::optional<Family> family_of(const std::vector<Family>& families, const Target& t, std::string* why_not) {
+  if (std::string p = abi::args_problem(t.args); !p.empty()) {
+    if (why_not) *why_not = "the candidate ABI cannot express the call: " + p;
+    return std::nullopt;
+  }
+  if (auto f = find_family(families, t.op)) {
+    // The captured layout is part of the signature: a family written for
+    // contiguous calls keeps a strided call's strides exactly.
+    bool contiguous = true;
+    for (const auto& a : t.args)
+      if (is_tensor(a)) contiguous = contiguous && is_contiguous(a);
+    if (!contiguous && f->spec.value("signature_family", json::object()).value("contiguous", true)) {
+      f->spec["signature_family"]["contiguous"] = false;
+      f->text += "\n# forge: this call's input is not contiguous, so its strides are part of the\n"
+                 "# signature here (signature_family.contiguous: false).\n";
+      f->digest = sha256_hex(f->text);
+    }
+    return f;
+  }
+  return derive_family(t);
 }
 
 std::vector<Family> load_families(const fs::path& root) {

@@ -16,11 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "engine/target.h"
+
 namespace forge {
 
 struct Family {
-  std::string name;              // the folder name, e.g. "softmax"
-  std::filesystem::path path;    // .../targets/softmax/family.yaml
+  std::string name;              // the folder name, e.g. "softmax"; the op for a derived family
+  std::filesystem::path path;    // .../targets/softmax/family.yaml; empty for a derived family
+  std::string text;              // the YAML text (a derived family's is generated)
+  bool derived = false;          // derive_family's: no family.yaml covers the op
   nlohmann::json spec;           // the whole file as JSON
   std::string digest;            // sha256 of the file's bytes (enters evaluation keys)
   std::vector<std::string> ops;  // backend ops it covers: "_softmax", "mean.dim"
@@ -39,5 +43,20 @@ std::vector<Family> load_families(const std::filesystem::path& root);
 // The family covering backend op `op`: an exact entry in `ops`, else the op's
 // name without its overload ("mean.dim" is covered by "mean"). nullopt if none.
 std::optional<Family> find_family(const std::vector<Family>& families, const std::string& op);
+
+// The family of a captured call when no family.yaml covers its op: the
+// signature as captured (nothing varies; a non-contiguous input keeps its
+// strides exactly), outputs as stock returns them, verified against stock on
+// the captured samples and fresh inputs in two value ranges (NaN and +inf
+// specials with a floating input; integer inputs keep the captured values'
+// range, runtime/worker/cases.h), the worker's tolerances per dtype, cost the
+// bytes the call moves. Its text is the family.yaml it stands for.
+Family derive_family(const Target& t);
+
+// The family a target is verified and packaged under: the family.yaml that
+// covers its op, else the derived one. nullopt, with *why_not, when the
+// candidate ABI cannot express the call (runtime/common/abi_args.h).
+std::optional<Family> family_of(const std::vector<Family>& families, const Target& t,
+                                std::string* why_not = nullptr);
 
 }  // namespace forge

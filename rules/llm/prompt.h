@@ -46,7 +46,8 @@ struct Timing {
 
 struct PromptFacts {
   bool cuda = false;
-  std::string op, signature, family;
+  std::string op, signature;
+  std::string family;  // where the family comes from: "targets/softmax/family.yaml", or derived
   std::string args, outputs;  // JSON text
   std::string family_yaml, abi_header;
   unsigned dtypes = 0;  // 1 << forge_dtype of every float tensor (FORGE_DTYPES); 0 = unknown

@@ -176,11 +176,12 @@ llm::Request LlmEvaluator::first_request(const mcts::EvalRequest& req) {
   f.cuda = m_ctx.device.backend == "cuda";
   f.op = t.op;
   f.signature = t.signature;
-  f.family = m_in.family->name;
+  f.family = m_in.family->derived ? "derived from the captured call: no family.yaml covers this op"
+                                  : "targets/" + m_in.family->name + "/family.yaml";
   f.args = json_lines(t.args);
   f.outputs = json_lines(t.outputs);
   f.dtypes = float_dtypes(t.args) | float_dtypes(t.outputs);
-  read_file(m_in.family->path, &f.family_yaml);
+  f.family_yaml = m_in.family->text;
   read_file(default_targets_dir().parent_path() / "runtime" / "abi" / "forge_kernel.h",
             &f.abi_header);
   f.device_name = m_ctx.device.name;

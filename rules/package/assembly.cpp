@@ -34,7 +34,7 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
   json rec;
   const KernelRecord* k = shipped_kernel(ctx, t, &rec);
   if (!k) return nullptr;
-  auto family = find_family(families, t.op);
+  auto family = family_of(families, t);
   const std::string so = rec.value("compile", json::object()).value("so", "");
   if (!family || so.empty()) {
     ctx.notes.push_back("package: " + t.id + " has no family or compiled kernel; not packaged");

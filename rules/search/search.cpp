@@ -332,7 +332,8 @@ llm::Client& SearchRule::model_client(BuildContext& ctx) {
 int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Family>& families,
                               const Budget& budget, std::optional<RuntimeLibs>& rt,
                               std::unique_ptr<Executor>& executor) {
-  auto family = find_family(families, t.op);
+  std::string no_family;
+  auto family = family_of(families, t, &no_family);
   if (!family) return 0;
   const ProposerSpec& want = ctx.manifest.proposer;
   std::vector<Strategy> strategies;

@@ -210,8 +210,9 @@ std::string inline_common(const std::string& text, const fs::path& source, int d
 }  // namespace
 
 std::vector<Strategy> load_strategies(const Family& family) {
-  const fs::path file = family.path.parent_path() / "strategies.yaml";
   std::vector<Strategy> out;
+  if (family.path.empty()) return out;  // a derived family: no library folder
+  const fs::path file = family.path.parent_path() / "strategies.yaml";
   if (!fs::exists(file)) return out;
   YAML::Node root;
   try {

@@ -60,8 +60,14 @@ enum forge_arg_kind {
   FORGE_ARG_FLOAT = 2,
   FORGE_ARG_BOOL = 3,     /* in i */
   FORGE_ARG_INT_LIST = 4, /* len entries in ints */
-  FORGE_ARG_DTYPE = 5     /* enum forge_dtype in i */
+  FORGE_ARG_DTYPE = 5,    /* enum forge_dtype in i */
+  FORGE_ARG_STRING = 6    /* len bytes in ints, read as chars, NUL-terminated */
 };
+
+/* The longest string argument (FORGE_ARG_STRING) the ABI carries: its bytes
+ * and the terminating NUL fill `ints`. Read it as (const char*)scalar->ints.
+ * A string argument always equals the captured one (the signature fixes it). */
+#define FORGE_MAX_STRING (8 * FORGE_MAX_LIST - 1)
 
 /* One non-tensor argument of the op. */
 typedef struct forge_scalar {

@@ -207,6 +207,9 @@ uint64_t fallback_key(uint64_t seed, c10::ArrayRef<c10::IValue> args) {
       for (int64_t i : list) f.mix(static_cast<uint64_t>(i));
     } else if (v.isNone() || v.isTensor()) {
       f.mix(7);
+    } else if (v.isString()) {
+      f.mix(9);
+      for (char c : v.toStringRef()) f.mix(static_cast<unsigned char>(c));
     } else {  // kinds today's ops do not take: their printed form (rare, slower)
       f.mix(8);
       f.mix(std::hash<std::string>{}(call_signature(c10::ArrayRef<c10::IValue>(&v, 1))));
@@ -258,6 +261,9 @@ bool matches(const Entry& e, c10::ArrayRef<c10::IValue> args, std::vector<int64_
         break;
       case ArgKind::Dtype:
         if (!v.isInt() || static_cast<int64_t>(v.toScalarType()) != s.i) return false;
+        break;
+      case ArgKind::Str:
+        if (!v.isString() || v.toStringRef() != s.text) return false;
         break;
       default:
         return false;

@@ -6,6 +6,9 @@
 
 #include "abi_views.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "arena.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -141,6 +144,11 @@ std::vector<forge_scalar> forge_scalars(const std::vector<ArgSpec>& specs) {
         s.kind = FORGE_ARG_INT_LIST;
         s.len = static_cast<int32_t>(a.ints.size());
         for (size_t k = 0; k < a.ints.size() && k < FORGE_MAX_LIST; ++k) s.ints[k] = a.ints[k];
+        break;
+      case ArgKind::Str:
+        s.kind = FORGE_ARG_STRING;
+        s.len = static_cast<int32_t>(std::min<size_t>(a.text.size(), FORGE_MAX_STRING));
+        std::memcpy(s.ints, a.text.data(), static_cast<size_t>(s.len));  // s{} zeroed the NUL
         break;
       default: s.kind = FORGE_ARG_NONE; break;  // excluded earlier by abi_problem
     }

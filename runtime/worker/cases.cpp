@@ -35,7 +35,7 @@ c10::IValue scalar_ivalue(const ArgSpec& a) {
   }
 }
 
-void fill_random(const at::Tensor& target, double lo, double hi, uint64_t seed, const Family& family) {
+void fill_random(const at::Tensor& target, double lo, double hi, uint64_t seed, const Family& family, int arg) {
   if (!target.defined() || target.numel() == 0) return;
   at::Tensor t = distinct_view(target);
   at::Generator gen = at::globalContext().defaultGenerator(t.device());
@@ -48,7 +48,8 @@ void fill_random(const at::Tensor& target, double lo, double hi, uint64_t seed, 
   } else if (t.scalar_type() == c10::ScalarType::Bool) {
     t.random_(0, 2, gen);
   } else {
-    int64_t a = family.int_range.first, b = family.int_range.second;
+    auto range = family.arg_int_range.find(arg);
+    auto [a, b] = range != family.arg_int_range.end() ? range->second : family.int_range;
     if (b <= a) b = a + 1;
     t.random_(a, b, gen);
   }
@@ -200,7 +201,7 @@ Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, co
     if (entry && entry->is_object() && entry->contains("file") && (*entry)["file"].is_string()) {
       load_sample(b.t, a, *entry, samples_dir);
     } else {
-      fill_random(b.t, plan.lo, plan.hi, tseed++, family);
+      fill_random(b.t, plan.lo, plan.hi, tseed++, family, static_cast<int>(i));
     }
     c.args.emplace_back(b.t);
     c.buffers.push_back(std::move(b));
@@ -210,8 +211,28 @@ Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, co
 }
 
 void refill_in_place(Case& c, const Family& family, uint64_t seed) {
-  for (auto& b : c.buffers)
-    if (b.t.defined()) fill_random(b.t, c.plan.lo, c.plan.hi, seed++, family);
+  for (size_t i = 0; i < c.buffers.size(); ++i)
+    if (c.buffers[i].t.defined()) fill_random(c.buffers[i].t, c.plan.lo, c.plan.hi, seed++, family, static_cast<int>(i));
+}
+
+void sample_int_ranges(const OpSpec& spec, const json& samples, const std::string& samples_dir, Family& family) {
+  for (size_t k = 0; k < samples.size(); ++k) {
+    const json& entries = sample_entries(samples, static_cast<int>(k));
+    if (!entries.is_array() || entries.size() != spec.args.size()) continue;
+    for (size_t i = 0; i < spec.args.size(); ++i) {
+      const ArgSpec& a = spec.args[i];
+      const json& e = entries[i];
+      if (a.kind != ArgKind::Tensor || at::isFloatingType(a.dtype) || a.dtype == c10::ScalarType::Bool ||
+          !e.is_object() || !e.contains("file") || !e["file"].is_string())
+        continue;
+      at::Tensor t = at::empty(a.sizes, at::TensorOptions().dtype(a.dtype));
+      load_sample(t, a, e, samples_dir);
+      if (t.numel() == 0) continue;
+      const int64_t lo = t.min().item<int64_t>(), hi = t.max().item<int64_t>() + 1;
+      auto [it, fresh] = family.arg_int_range.emplace(static_cast<int>(i), std::pair{lo, hi});
+      if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
+    }
+  }
 }
 
 }  // namespace forge::worker

@@ -30,6 +30,11 @@ struct Case {
 std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const Family& family, uint64_t seed,
                                  std::vector<std::string>& notes);
 
+// The value range of every integer tensor argument over the captured samples,
+// into family.arg_int_range ([min, max + 1)); arguments without a sample keep
+// the family's int_range.
+void sample_int_ranges(const OpSpec& spec, const json& samples, const std::string& samples_dir, Family& family);
+
 // Allocates (guarded or not) and fills the inputs of a plan.
 Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, const std::string& samples_dir,
                const Family& family, bool guarded);

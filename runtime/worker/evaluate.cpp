@@ -190,6 +190,7 @@ class TorchEvaluator final : public Evaluator {
     json samples = req.contains("samples") ? req["samples"] : json::array();
     if (!samples.is_array()) throw RequestError("\"samples\" must be an array");
     std::string samples_dir = req.value("samples_dir", std::string());
+    sample_int_ranges(spec, samples, samples_dir, family);
     uint64_t seed = req.contains("seed") && req["seed"].is_number_integer() ? req["seed"].get<uint64_t>() : 0;
     json bench_req = req.contains("bench") ? req["bench"] : json::object();
     if (!bench_req.is_object()) throw RequestError("\"bench\" must be an object");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,11 @@ struct Family {
   // ints an edge case sets with the size (group_norm's N is its input's dim 0).
   family::SignatureFamily sig;
   std::pair<int64_t, int64_t> int_range{0, 16};  // [lo, hi) for integer tensors
+  // [lo, hi) per integer tensor argument (by index), from the captured
+  // samples' values (sample_int_ranges, cases.h): a fresh index stays one the
+  // op accepts (a class index outside [0, C) trips a device assert). Where
+  // present it takes int_range's place for that argument.
+  std::map<int, std::pair<int64_t, int64_t>> arg_int_range;
   json tolerance = json::object();
 };
 

@@ -6,6 +6,8 @@
 
 #include "op_spec.h"
 
+#include "../common/abi_args.h"
+
 #include "abi_views.h"
 #include "op_args_detail.h"
 
@@ -14,7 +16,6 @@ namespace {
 
 using detail::bad;
 using detail::contiguous;
-using detail::dtype_text;
 using detail::parse_dtype;
 
 bool schema_is_tensor(const c10::TypePtr& type) {
@@ -118,8 +119,12 @@ void parse_record(const json& rec, ArgSpec& a, size_t index, bool cuda_available
     else if (v == "channels_last") a.i = static_cast<int64_t>(c10::MemoryFormat::ChannelsLast);
     else if (v == "channels_last_3d") a.i = static_cast<int64_t>(c10::MemoryFormat::ChannelsLast3d);
     else a.kind = ArgKind::Unsupported;
+  } else if (t == "str") {
+    a.kind = ArgKind::Str;
+    if (!value().is_string()) bad("args[" + std::to_string(index) + "]: str value must be a string");
+    a.text = value().get<std::string>();
   } else {
-    // float[], bool[], Tensor[], str, complex, Device, Generator, SymInt, SymFloat, other
+    // float[], bool[], Tensor[], complex, Device, Generator, SymInt, SymFloat, other
     a.kind = ArgKind::Unsupported;
   }
 }
@@ -170,18 +175,14 @@ OpSpec parse_op(const json& req, bool cuda_available) {
     if (a.schema_tensor && a.kind != ArgKind::Tensor && a.kind != ArgKind::None)
       bad(spec.name + ": argument " + a.name + " must be a tensor or None, got " + a.type);
     if (a.kind == ArgKind::Tensor && a.device.is_cuda()) spec.cuda = true;
-    // What the ABI cannot carry.
+    // What the ABI cannot carry: the records' rule (runtime/common/abi_args.h,
+    // forge applies it too), then a schema default the ABI has no kind for.
     if (spec.abi_problem.empty()) {
-      if (a.kind == ArgKind::Unsupported)
-        spec.abi_problem = "argument " + a.name + " of type " + a.type + " has no representation in the candidate ABI";
-      else if (a.kind == ArgKind::Tensor && forge_dtype(a.dtype) < 0)
-        spec.abi_problem = "argument " + a.name + " has dtype " + dtype_text(a.dtype) + ", not in the candidate ABI";
-      else if (a.kind == ArgKind::Tensor && a.sizes.size() > FORGE_MAX_DIMS)
-        spec.abi_problem = "argument " + a.name + " has " + std::to_string(a.sizes.size()) + " dims (ABI max " +
-                           std::to_string(FORGE_MAX_DIMS) + ")";
-      else if (a.kind == ArgKind::IntList && a.ints.size() > FORGE_MAX_LIST)
-        spec.abi_problem = "argument " + a.name + " is a list of " + std::to_string(a.ints.size()) + " (ABI max " +
-                           std::to_string(FORGE_MAX_LIST) + ")";
+      if (i < args.size())
+        spec.abi_problem = abi::arg_problem(args[i], i, a.name);
+      else if (a.kind == ArgKind::Unsupported)
+        spec.abi_problem = "argument " + std::to_string(i) + " (" + a.name +
+                           ") has a default the candidate ABI cannot carry";
     }
     spec.args.push_back(std::move(a));
   }

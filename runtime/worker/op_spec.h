@@ -18,7 +18,7 @@
 
 namespace forge::worker {
 
-enum class ArgKind { Tensor, None, Int, Float, Bool, IntList, Dtype, Unsupported };
+enum class ArgKind { Tensor, None, Int, Float, Bool, IntList, Dtype, Str, Unsupported };
 
 // One argument of the op, as captured.
 struct ArgSpec {
@@ -34,6 +34,7 @@ struct ArgSpec {
   int64_t i = 0;
   double f = 0;
   std::vector<int64_t> ints;
+  std::string text;  // Str
 };
 
 struct OpSpec {

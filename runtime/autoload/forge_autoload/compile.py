@@ -109,7 +109,7 @@ def _matches(entry, args):
         elif i in pins:
             if extent[pins[i]] is None or a != extent[pins[i]]:
                 return False
-        elif t in ("int", "float", "bool"):
+        elif t in ("int", "float", "bool", "str"):
             if a != rec["value"]:
                 return False
         elif t == "int[]":

@@ -139,5 +139,89 @@ TEST_CASE("malformed family files name the file and the place") {
   CHECK(error_of(missing) == missing.string() + ": cannot read the file");
 }
 
+
+namespace {
+
+json tensor(const char* dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+  return {{"type", "Tensor"}, {"dtype", dtype}, {"sizes", sizes}, {"strides", strides}, {"device", "cpu"}};
+}
+
+Target target(const std::string& op, json args, json outputs) {
+  Target t;
+  t.op = op;
+  t.id = "m/" + op + "/0";
+  t.args = std::move(args);
+  t.outputs = std::move(outputs);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("an op no family.yaml covers gets a family derived from the captured call") {
+  const auto families = load_families(default_targets_dir());
+  // gelu(Tensor self, *, str approximate): a str argument rides in the ABI too.
+  const Target gelu = target("gelu", json::array({tensor("float32", {4, 64}, {64, 1}),
+                                                  {{"type", "str"}, {"value", "tanh"}}}),
+                             json::array({tensor("float32", {4, 64}, {64, 1})}));
+  std::string why;
+  auto f = family_of(families, gelu, &why);
+  REQUIRE(f);
+  CHECK(why.empty());
+  CHECK(f->derived);
+  CHECK(f->path.empty());
+  CHECK(f->name == "gelu");
+  CHECK(f->ops == std::vector<std::string>{"gelu"});
+  CHECK(f->spec["signature_family"]["contiguous"] == true);
+  CHECK_FALSE(f->spec["signature_family"].contains("vary"));  // nothing varies
+  CHECK(f->spec["verify"]["specials"] == json::array({"nan", "pos_inf"}));
+  CHECK(f->spec["cost"]["reads"] == json::array({0}));
+  CHECK(f->spec["cost"]["writes"] == json::array({0}));
+  CHECK(f->text.find("derived from the captured call") != std::string::npos);
+  CHECK(f->digest == sha256_hex(f->text));
+
+  // A transposed (non-contiguous) input: the family keeps its strides exactly.
+  const Target ln = target("native_layer_norm",
+                           json::array({tensor("float32", {64, 32}, {1, 64}), {{"type", "int[]"}, {"value", {32}}},
+                                        {{"type", "None"}}, {{"type", "None"}}, {{"type", "float"}, {"value", 1e-5}}}),
+                           json::array({tensor("float32", {64, 32}, {32, 1})}));
+  auto derived_ln = derive_family(ln);
+  CHECK(derived_ln.spec["signature_family"]["contiguous"] == false);
+  // ... while family_of takes the hand-written family for that op.
+  auto hand = family_of(families, ln);
+  REQUIRE(hand);
+  CHECK_FALSE(hand->derived);
+  CHECK(hand->name == "layer_norm");
+  // Refined by the captured layout: the transposed call keeps its strides.
+  CHECK(hand->spec["signature_family"]["contiguous"] == false);
+  CHECK(hand->digest != load_family(default_targets_dir() / "layer_norm" / "family.yaml").digest);
+
+  // Integer inputs only (an index op): no float specials.
+  const Target idx = target("bincount", json::array({tensor("int64", {100}, {1}), {{"type", "None"}},
+                                                     {{"type", "int"}, {"value", 0}}}),
+                            json::array({tensor("int64", {10}, {1})}));
+  auto bin = family_of(families, idx);
+  REQUIRE(bin);
+  CHECK_FALSE(bin->spec["verify"].contains("specials"));
+}
+
+TEST_CASE("a call the candidate ABI cannot express has no family, and the reason names the argument") {
+  const auto families = load_families(default_targets_dir());
+  auto why_not = [&](json args) {
+    std::string why;
+    CHECK_FALSE(family_of(families, target("some_op", std::move(args), json::array()), &why));
+    return why;
+  };
+  CHECK(why_not(json::array({tensor("complex64", {4}, {1})})) ==
+        "the candidate ABI cannot express the call: argument 0 has dtype complex64, not in the candidate ABI");
+  CHECK(why_not(json::array({tensor("float32", {4}, {1}), {{"type", "Tensor[]"}, {"value", json::array()}}})) ==
+        "the candidate ABI cannot express the call: argument 1 of type Tensor[] has no representation in the "
+        "candidate ABI");
+  CHECK(why_not(json::array({tensor("float32", {1, 1, 1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1})})) ==
+        "the candidate ABI cannot express the call: argument 0 has 9 dims (ABI max 8)");
+  CHECK(why_not(json::array({{{"type", "str"}, {"value", std::string(64, 'x')}}})) ==
+        "the candidate ABI cannot express the call: argument 0 (str) is longer than 63 bytes (ABI max)");
+  CHECK(why_not(json::array({{{"type", "Generator"}}})).find("Generator has no representation") != std::string::npos);
+}
+
 TEST_SUITE_END();
 }  // namespace forge

@@ -92,7 +92,7 @@ llm::PromptFacts child_facts() {
   llm::PromptFacts f;
   f.op = "_softmax";
   f.signature = "_softmax(f32[64,1000]{1000,1}, -1, False)";
-  f.family = "softmax";
+  f.family = "targets/softmax/family.yaml";
   f.args = "[]";
   f.outputs = "[]";
   f.family_yaml = "# softmax along the last dimension\nname: softmax\n";
@@ -275,7 +275,7 @@ TEST_CASE("the root prompt for CPU _softmax float32[4,4,128,128]: trimmed exampl
   llm::PromptFacts f;
   f.op = "_softmax";
   f.signature = "_softmax(f32[4,4,128,128]{65536,16384,128,1}, -1, False)";
-  f.family = "softmax";
+  f.family = "targets/softmax/family.yaml";
   f.args = "[\n {\"device\":\"cpu\",\"dtype\":\"float32\",\"name\":\"self\",\"sizes\":[4,4,128,128],"
            "\"strides\":[65536,16384,128,1],\"type\":\"Tensor\"},\n {\"name\":\"dim\",\"type\":\"int\","
            "\"value\":-1},\n {\"name\":\"half_to_float\",\"type\":\"bool\",\"value\":false}\n]\n";
