@@ -121,8 +121,12 @@ def trial(forge, k, load, shape):
             b.terminate()
     wall = time.time() - t0
     if p.returncode != 0:
+        try:
+            notes = json.loads(p.stdout).get("notes")
+        except ValueError:
+            notes = p.stdout[-2000:]
         shutil.rmtree(d, ignore_errors=True)
-        return {"trial": k, "error": p.stderr[-2000:], "wall_s": wall}
+        return {"trial": k, "error": p.stderr[-2000:] or json.dumps(notes)[-2000:], "wall_s": wall}
     rep = json.loads(p.stdout)
     t = rep["targets"][0]
     evals = evaluations(d)

@@ -198,7 +198,8 @@ llm::Request LlmEvaluator::first_request(const mcts::EvalRequest& req) {
   if (note.is_object()) {
     f.history = note.value("tried", "");
     f.elsewhere = note.value("elsewhere", "");
-    if (auto src = store.get_object(note.value("elsewhere_source", ""))) {
+    const std::string elsewhere_source = note.value("elsewhere_source", "");
+    if (auto src = elsewhere_source.empty() ? std::nullopt : store.get_object(elsewhere_source)) {
       f.elsewhere_source = *src;
       f.elsewhere_what = note.value("elsewhere_what", "");
     }
@@ -218,7 +219,9 @@ llm::Request LlmEvaluator::first_request(const mcts::EvalRequest& req) {
   f.parent_what = ps.value("what", "the stock kernel");
   if (!ps.value("idea", "").empty()) f.parent_what += " (its idea: " + ps.value("idea", "") + ")";
   if (req.parent != mcts::kRoot) {
-    if (auto src = store.get_object(ps.value("source", ""))) f.parent_source = *src;
+    const std::string parent_source = ps.value("source", "");
+    if (!parent_source.empty())
+      if (auto src = store.get_object(parent_source)) f.parent_source = *src;
     if (json rec = get_json_object(store, ps.value("evaluation", "")); rec.is_object()) {
       const json bench = rec.value("bench", json::object());
       f.parent = timing_of(bench, "candidate_us");
