@@ -1,0 +1,146 @@
+#include "rules/capture/selection.h"
+
+#include <set>
+
+#include "runtime/abi/forge_kernel.h"
+#include "runtime/common/dtypes.h"
+
+namespace forge {
+using nlohmann::json;
+
+namespace {
+
+// Samplers whose default overload has no `generator` argument (randperm,
+// rand, native_dropout), or whose capture may lack argument names; by the op's
+// name without its overload.
+const std::set<std::string>& random_ops() {
+  static const std::set<std::string> ops = {
+      "uniform_",   "normal_",     "normal",       "bernoulli_",   "bernoulli",   "random_",
+      "exponential_", "geometric_", "cauchy_",     "log_normal_",  "randperm",    "rand",
+      "randn",      "randint",     "rand_like",    "randn_like",   "randint_like", "multinomial",
+      "poisson",    "binomial",    "native_dropout", "_fused_dropout", "rrelu_with_noise",
+      "_standard_gamma", "_sample_dirichlet"};
+  return ops;
+}
+
+std::string arg_label(const json& rec, size_t index) {
+  const std::string name = rec.is_object() ? rec.value("name", "") : "";
+  return name.empty() ? "#" + std::to_string(index) : name;
+}
+
+// A tensor record's problem ("has dtype complex64, ..."), "" when the ABI carries it.
+std::string tensor_problem(const json& t) {
+  const std::string dtype = t.value("dtype", "");
+  if (!dtypes::in_abi(dtype)) return "has dtype " + (dtype.empty() ? "(unknown)" : dtype) + ", not in the candidate ABI";
+  const size_t dims = t.value("sizes", json::array()).size();
+  if (dims > FORGE_MAX_DIMS)
+    return "has " + std::to_string(dims) + " dims (the ABI's most is " + std::to_string(FORGE_MAX_DIMS) + ")";
+  return "";
+}
+
+std::string list_problem(size_t n) {
+  return n > FORGE_MAX_LIST ? "is a list of " + std::to_string(n) + " (the ABI's most is " +
+                                  std::to_string(FORGE_MAX_LIST) + ")"
+                            : "";
+}
+
+// One argument record's problem, "" when the ABI carries it (op_spec.cpp, parse_record).
+std::string arg_problem(const json& rec) {
+  if (!rec.is_object()) return "is not an argument record";
+  const std::string type = rec.value("type", "");
+  const json& value = rec.contains("value") ? rec["value"] : json();
+  if (type == "Tensor") return tensor_problem(rec);
+  if (type == "None" || type == "int" || type == "float" || type == "bool" || type == "ScalarType") return "";
+  if (type == "int[]") return list_problem(value.is_array() ? value.size() : 0);
+  if (type == "list") {
+    if (!value.is_array()) return "is a list without values";
+    for (const auto& item : value)
+      if (!item.is_object() || item.value("type", "") != "int")
+        return "is a list of " + (item.is_object() ? item.value("type", "?") : std::string("?")) +
+               ", which the candidate ABI cannot carry (only int lists)";
+    return list_problem(value.size());
+  }
+  if (type == "Layout") return value == "strided" ? "" : "is layout " + value.dump() + " (the ABI carries strided only)";
+  if (type == "MemoryFormat") {
+    static const std::set<std::string> known = {"contiguous_format", "preserve_format", "channels_last",
+                                                "channels_last_3d"};
+    return value.is_string() && known.count(value.get<std::string>()) ? "" : "is memory format " + value.dump() +
+                                                                               ", which the candidate ABI cannot carry";
+  }
+  // float[], bool[], Tensor[], str, complex, Device, Generator, SymInt, SymFloat, other
+  return "(" + (type.empty() ? std::string("no type") : type) + ") has no representation in the candidate ABI";
+}
+
+bool flag_false(const json& args, const char* name) {
+  for (const auto& a : args)
+    if (a.is_object() && a.value("name", "") == name && a.value("value", json()) == false) return true;
+  return false;
+}
+
+// "cpu and cuda": the device types among the records, sorted.
+std::string device_types(const json& args, const json& outputs) {
+  std::set<std::string> types;
+  for (const json* list : {&args, &outputs})
+    for (const auto& v : *list)
+      if (v.is_object() && v.contains("device") && v["device"].is_string()) {
+        const std::string d = v["device"].get<std::string>();
+        types.insert(d.substr(0, d.find(':')));
+      }
+  std::string out;
+  for (const auto& t : types) out += (out.empty() ? "" : " and ") + t;
+  return out;
+}
+
+}  // namespace
+
+bool is_transfer(const json& args, const json& outputs) {
+  return device_types(args, outputs).find(" and ") != std::string::npos;
+}
+
+bool draws_random_numbers(const std::string& op, const json& args) {
+  if (flag_false(args, "train") || flag_false(args, "training")) return false;
+  if (random_ops().count(op.substr(0, op.find('.')))) return true;
+  for (const auto& a : args)
+    if (a.is_object() && (a.value("name", "") == "generator" || a.value("type", "") == "Generator")) return true;
+  return false;
+}
+
+std::string abi_problem(const json& args, const json& outputs) {
+  for (size_t i = 0; i < args.size(); ++i)
+    if (std::string p = arg_problem(args[i]); !p.empty()) return "argument " + arg_label(args[i], i) + " " + p;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const json& o = outputs[i];
+    const std::string type = o.is_object() ? o.value("type", "") : "";
+    if (type == "None") continue;
+    std::string p = type == "Tensor" ? tensor_problem(o)
+                                     : "is a " + (type.empty() ? std::string("value") : type) +
+                                           ", not a tensor: the candidate ABI returns tensors only";
+    if (!p.empty()) return "output " + std::to_string(i) + " " + p;
+  }
+  return "";
+}
+
+std::optional<LeftOut> inherent_reason(const json& entry, const std::string& backend) {
+  const std::string op = entry.value("op", "");
+  const std::string kind = entry.value("kind", "kernel");
+  const json& args = entry.contains("args") && entry["args"].is_array() ? entry["args"] : json::array();
+  const json& outputs = entry.contains("outputs") && entry["outputs"].is_array() ? entry["outputs"] : json::array();
+  if (kind == "view") return LeftOut{Selection::View, "a view or alias of its input: no kernel runs"};
+  if (kind == "alloc") return LeftOut{Selection::Alloc, "an allocation: no kernel computes anything"};
+  if (kind == "foreign")
+    return LeftOut{Selection::NotAten, "not an ATen op (a custom or library op): forge overrides ATen kernels"};
+  if (is_transfer(args, outputs))
+    return LeftOut{Selection::Transfer, "copies between " + device_types(args, outputs) +
+                                            ": bound by the link between them, not by a kernel"};
+  const std::string key = backend == "cuda" ? "CUDA" : "CPU";
+  if (const std::string ran = entry.value("dispatch_key", "CPU"); ran != key)
+    return LeftOut{Selection::HostOp, "ran at dispatch key " + ran + " in a model on the " + backend +
+                                          " backend (set-up or data preparation); its wall time is not comparable"};
+  if (draws_random_numbers(op, args))
+    return LeftOut{Selection::Random, "draws random numbers: a kernel's stream would differ from stock's, so there is "
+                                      "nothing to verify it against"};
+  if (std::string p = abi_problem(args, outputs); !p.empty()) return LeftOut{Selection::Abi, p};
+  return std::nullopt;
+}
+
+}  // namespace forge
