@@ -11,7 +11,7 @@ namespace forge::cli {
 namespace {
 
 void print_help() {
-  std::printf("usage: forge [-C DIR] [--json] COMMAND [ARGS]\n\ncommands:\n");
+  std::printf("usage: forge [-C DIR] [--json] COMMAND [ARGS]   (forge COMMAND --help: its options)\n\ncommands:\n");
   for (const auto& c : commands()) std::printf("  %-28s %s\n", c.usage, c.summary);
   std::printf(
       "\noptions:\n"
@@ -24,6 +24,30 @@ const CommandDef* find_command(const std::string& name) {
   for (const auto& c : commands())
     if (name == c.name) return &c;
   return nullptr;
+}
+
+void print_command_help(const CommandDef& c) {
+  std::printf("usage: forge [-C DIR] [--json] %s\n\n%s\n", c.usage, c.summary);
+  if (c.details && *c.details) std::printf("\n%s", c.details);
+}
+
+// -h or --help among the command's own arguments (those after "--" belong to
+// the program `forge run` starts).
+bool asks_help(const Invocation& inv) {
+  for (const auto& a : inv.args) {
+    if (a == "--") return false;
+    if (a == "-h" || a == "--help") return true;
+  }
+  return false;
+}
+
+const CommandDef& command_or_throw(const std::string& name) {
+  if (const CommandDef* cmd = find_command(name)) return *cmd;
+  std::vector<std::string> names;
+  for (const auto& c : commands()) names.push_back(c.name);
+  std::string near = closest_match(name, names);
+  throw UsageError("unknown command '" + name + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                   "; `forge help` lists them");
 }
 
 }  // namespace
@@ -64,19 +88,19 @@ int run_cli(int argc, char** argv) {
   try {
     Invocation inv = parse_command_line(argc, argv);
     if (inv.command == "help") {
-      print_help();
+      if (inv.args.size() > 1) throw UsageError("usage: forge help [COMMAND]");
+      if (inv.args.empty())
+        print_help();
+      else
+        print_command_help(command_or_throw(inv.args[0]));
       return 0;
     }
-    const CommandDef* cmd = find_command(inv.command);
-    if (!cmd) {
-      std::vector<std::string> names;
-      for (const auto& c : commands()) names.push_back(c.name);
-      std::string near = closest_match(inv.command, names);
-      throw UsageError("unknown command '" + inv.command + "'" +
-                       (near.empty() ? "" : " (did you mean '" + near + "'?)") +
-                       "; `forge help` lists them");
+    const CommandDef& cmd = command_or_throw(inv.command);
+    if (asks_help(inv)) {
+      print_command_help(cmd);
+      return 0;
     }
-    return cmd->run(inv);
+    return cmd.run(inv);
   } catch (const ManifestError& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s\n", e.what());

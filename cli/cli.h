@@ -22,6 +22,7 @@ struct CommandDef {
   const char* usage;    // "build [--budget N]"
   const char* summary;  // one line for `forge help`
   int (*run)(const Invocation&);
+  const char* details = "";  // `forge COMMAND --help`: its arguments and options, one per line
 };
 
 const std::vector<CommandDef>& commands();
@@ -29,6 +30,8 @@ const std::vector<CommandDef>& commands();
 // Parses argv into an Invocation; throws UsageError.
 Invocation parse_command_line(int argc, char** argv);
 
+// `forge COMMAND --help` (or -h, anywhere before a `--`) and `forge help
+// COMMAND` print the command's usage, summary and details on stdout, exit 0.
 // Entry point shared by main() and tests: runs and maps errors to exit codes.
 int run_cli(int argc, char** argv);
 

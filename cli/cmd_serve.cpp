@@ -70,7 +70,7 @@ fs::path gui_dir() {
   return fs::path(FORGE_SOURCE_DIR) / "gui" / "dist";
 }
 
-// What `forge status --json` shows, plus the device and the notes.
+// What `forge status --all --json` shows, plus the device and the notes.
 json dry_run_overview(Session& s) {
   BuildOptions options;
   options.dry_run = true;
@@ -78,6 +78,7 @@ json dry_run_overview(Session& s) {
   json report = run_build(ctx, default_rules(false));
   return {{"device", report["device"]}, {"torch", report["torch"]},
           {"models", report["models"]}, {"targets", report["targets"]},
+          {"not_selected", report["not_selected"]},
           {"notes", report["notes"]},   {"manifest", s.manifest.path.string()}};
 }
 

@@ -83,21 +83,31 @@ int cmd_capture(const Invocation& inv) {
 }
 
 // Status = what a build would find now, computed from the store without running.
+// --all: every captured op besides, each with why it is not a target.
 int cmd_status(const Invocation& inv) {
-  expect_no_args(inv);
+  bool all = false;
+  for (const auto& a : inv.args) {
+    if (a != "--all") throw UsageError("unexpected argument '" + a + "' for 'status' (`forge status --help`)");
+    all = true;
+  }
   BuildOptions options;
   options.dry_run = true;
   auto s = open_session(inv, Access::Read, options);
   json report = run_build(*s->ctx, default_rules(false));
   if (inv.json) {
-    std::cout << json{{"targets", report["targets"]}, {"models", report["models"]}}.dump(2)
-              << "\n";
+    json out{{"targets", report["targets"]}, {"models", report["models"]}};
+    if (all) out["not_selected"] = report["not_selected"];
+    std::cout << out.dump(2) << "\n";
     return 0;
   }
   for (const auto& [name, m] : report["models"].items())
     if (m.value("status", "") != "ok")
       std::printf("model %s: %s\n", name.c_str(), m.value("reason", "not built").c_str());
   print_targets_table(report["targets"]);
+  if (all)
+    print_not_selected(report["not_selected"]);
+  else
+    print_not_selected_summary(report["models"]);
   return 0;
 }
 
@@ -115,7 +125,7 @@ int cmd_explain(const Invocation& inv) {
   for (const auto& m : s->manifest.models)
     if (m.name == name) model = m.name;
   if (model.empty()) {
-    const Target& t = resolve_target(s->ctx->targets, name);
+    const Target& t = resolve_target(s->ctx->targets, name, s->ctx->not_selected);
     model = t.model;
     target_id = t.id;
   }
@@ -182,29 +192,57 @@ int cmd_version(const Invocation& inv) {
 const std::vector<CommandDef>& commands() {
   static const std::vector<CommandDef> table = {
       {"build", "build [--budget N] [--executor local|slurm]", "capture, search, package: everything out of date",
-       cmd_build},
-      {"capture", "capture", "run each model's command and record its ATen ops", cmd_capture},
-      {"status", "status", "targets ranked by time share, with what is built", cmd_status},
+       cmd_build,
+       "  --budget N               MCTS iterations per target (overrides forge.yaml's budget.iterations)\n"
+       "  --executor local|slurm   where candidates are evaluated (overrides forge.yaml's executor:)\n"
+       "The report lists each selected target, and why one is not searched; `forge status --all`\n"
+       "lists every captured op. Ctrl-C stops at the next step; the next build continues.\n"},
+      {"capture", "capture", "run each model's command and record its ATen ops", cmd_capture,
+       "No options. Runs the capture stage only; the report's targets are those the search would\n"
+       "take, before it checks for an op family and an applicable strategy.\n"},
+      {"status", "status [--all]", "targets ranked by time share, with what is built", cmd_status,
+       "  --all    also every captured op that is not a target, with the reason: a view, an\n"
+       "           allocation, a random-number op, a cross-device copy, what the candidate ABI\n"
+       "           cannot carry, below targets.min_share, beyond targets.top, ...\n"
+       "Each target not searched says why (no op family, no strategy applies at this shape).\n"
+       "Runs nothing: reads what the last build stored. --json: {targets, models[, not_selected]}.\n"},
       {"explain", "explain TARGET|MODEL", "why a target or model will or will not rebuild",
-       cmd_explain},
+       cmd_explain, "  TARGET   a target id or any unique prefix of one (`forge status` lists them)\n"
+                    "  MODEL    a model name from forge.yaml\n"},
       {"try", "try TARGET FILE [--timeout S]",
-       "evaluate your own kernel (.cpp/.cu) against a target", cmd_try},
+       "evaluate your own kernel (.cpp/.cu) against a target", cmd_try,
+       "  TARGET       a target id or any unique prefix of one\n"
+       "  FILE         a .cpp (CPU backend) or .cu (CUDA backend) defining forge_kernel\n"
+       "               (runtime/abi/forge_kernel.h, docs/CANDIDATE_ABI.md)\n"
+       "  --timeout S  seconds the evaluation may take (default 60)\n"},
       {"log", "log [TARGET]", "the accepted kernels committed to git history, newest first",
-       cmd_log},
+       cmd_log, "  TARGET   only this target's commits (an id or any prefix of one)\n"},
       {"diff", "diff A B", "diff the kernels of two history revisions (forge/kernels~1 ...)",
-       cmd_diff},
+       cmd_diff, "  A B      git revisions of the history ref (forge/kernels, forge/kernels~1, a sha)\n"},
       {"replay", "replay [REV [TARGET]] [--timeout S]",
        "rebuild, re-verify and re-time history's kernels now, beside what was recorded",
-       cmd_replay},
+       cmd_replay,
+       "  REV          a history revision (default: the tip of forge/kernels)\n"
+       "  TARGET       only this target (an id or any prefix of one)\n"
+       "  --timeout S  seconds each evaluation may take (default 60)\n"},
       {"bisect", "bisect TARGET --slower-than US | --fails-on INPUT",
        "the first history commit whose kernel is slower than US µs or fails on INPUT",
-       cmd_bisect},
+       cmd_bisect,
+       "  --slower-than US  the first commit whose kernel's median is above US microseconds\n"
+       "  --fails-on INPUT  the first commit whose kernel is rejected on INPUT: a verification\n"
+       "                    case ('sample 0') or a file of inputs (docs/HISTORY.md)\n"
+       "  --timeout S       seconds each evaluation may take (default 60)\n"},
       {"run", "run [--json-report FILE] [--unchecked] -- COMMAND...",
-       "run a program with the forged kernels loaded; prints forged/fallback calls", cmd_run},
+       "run a program with the forged kernels loaded; prints forged/fallback calls", cmd_run,
+       "  --json-report FILE  write the forged/fallback counts per op and signature to FILE\n"
+       "  --unchecked         load a package whose end-to-end check failed\n"
+       "  -- COMMAND...       the program and its arguments (its own --help is passed on)\n"},
       {"serve", "serve [--port N] [--bind ADDR]",
-       "a live browser view of builds, search trees, kernels and failures", cmd_serve},
-      {"clean", "clean", "remove the store (.forge/); git history stays", cmd_clean},
-      {"version", "version", "print forge's version", cmd_version},
+       "a live browser view of builds, search trees, kernels and failures", cmd_serve,
+       "  --port N      the port (default 7878; 0 = any free one)\n"
+       "  --bind ADDR   the address to listen on (default 127.0.0.1)\n"},
+      {"clean", "clean", "remove the store (.forge/); git history stays", cmd_clean, "No options.\n"},
+      {"version", "version", "print forge's version", cmd_version, "No options.\n"},
   };
   return table;
 }

@@ -47,7 +47,7 @@ const Target& find_target(BuildContext& ctx, const std::string& name) {
                   "' is not captured: run `forge build` or `forge capture` first");
   if (ctx.targets.empty())
     throw Error("no captured targets: run `forge build` or `forge capture` first");
-  return resolve_target(ctx.targets, name);
+  return resolve_target(ctx.targets, name, ctx.not_selected);
 }
 
 bool target_on_cuda(const Target& t) {

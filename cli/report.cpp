@@ -54,6 +54,11 @@ void print_targets_table(const json& targets) {
                 fmt(t["best_speedup_compile"], "%.2f").c_str(),
                 fmt(t["floor_pct"], "%.0f%%").c_str(), t.value("signature", "").c_str());
   }
+  // Selected but not searched (no op family, no strategy at this shape): why.
+  for (const auto& t : targets)
+    if (t.value("selection", "selected") != "selected")
+      std::printf("%-36s not searched (%s): %s\n", t.value("id", "").c_str(), t.value("selection", "").c_str(),
+                  t.value("why", json()).is_string() ? t["why"].get<std::string>().c_str() : "");
   // Failures by kind (and how many verified but were slower) per searched target.
   for (const auto& t : targets) {
     if (t.value("iterations", 0) == 0 || !t.contains("outcomes")) continue;
@@ -63,6 +68,34 @@ void print_targets_table(const json& targets) {
     std::printf("%-36s outcomes: %s\n", t.value("id", "").c_str(), line.c_str());
     for (const auto& [why, n] : t.value("rejections", json::object()).items())
       std::printf("%-36s   %d× %s\n", "", n.get<int>(), why.c_str());
+  }
+}
+
+static std::string not_selected_counts(const json& model) {
+  std::string out;
+  const json counts = model.value("not_selected", json::object());  // items() must not outlive it
+  for (const auto& [reason, n] : counts.items())
+    out += (out.empty() ? "" : ", ") + std::to_string(n.get<int>()) + " " + reason;
+  return out;
+}
+
+void print_not_selected_summary(const json& models) {
+  for (const auto& [name, m] : models.items())
+    if (std::string counts = not_selected_counts(m); !counts.empty())
+      std::printf("model %s: not selected: %s (`forge status --all` lists them with why)\n", name.c_str(),
+                  counts.c_str());
+}
+
+void print_not_selected(const json& ops) {
+  if (!ops.is_array() || ops.empty()) return;
+  std::printf("\nnot selected: %zu captured op signature(s), each with why\n", ops.size());
+  std::printf("%-36s %6s %7s %10s  %-15s  %s\n", "op", "share", "calls", "time_us", "reason", "signature");
+  for (const auto& t : ops) {
+    std::printf("%-36s %6s %7ld %10s  %-15s  %s\n", t.value("id", "").c_str(),
+                fmt(t.value("share", json()), "%.1f%%", 100).c_str(), t.value("calls", 0L),
+                fmt(t.value("time_us", json()), "%.0f").c_str(), t.value("selection", "").c_str(),
+                t.value("signature", "").c_str());
+    if (const json why = t.value("why", json()); why.is_string()) std::printf("%-36s   %s\n", "", why.get<std::string>().c_str());
   }
 }
 
@@ -124,11 +157,12 @@ void print_build_report(const json& report) {
       continue;
     }
     std::printf("model %s: %ld backend-op calls in %d process(es), %s µs op time (%s), %d of %d "
-                "targets selected\n",
+                "captured signatures selected\n",
                 name.c_str(), m.value("calls", 0L), m.value("processes", 0),
                 fmt(m["time_us"], "%.0f").c_str(), m.value("timing", "").c_str(),
                 m.value("selected", 0), m.value("signatures", 0));
   }
+  print_not_selected_summary(report["models"]);
   print_targets_table(report["targets"]);
   print_package(report.value("package", json()));
   const json& h = report.value("history", json());

@@ -53,7 +53,8 @@ nlohmann::json run_build(BuildContext& ctx, const std::vector<std::unique_ptr<Ru
           {"package", ctx.package},
           {"llm", ctx.llm},
           {"search", ctx.search},
-          {"targets", targets_json(ctx.targets)}};
+          {"targets", targets_json(ctx.targets)},
+          {"not_selected", targets_json(ctx.not_selected)}};
 }
 
 }  // namespace forge

@@ -38,6 +38,9 @@ struct BuildContext {
   BuildOptions options;
 
   std::vector<Target> targets;  // selected targets of every model, in rank order
+  // Every other captured op of every model, ranked, each with the reason it is
+  // not selected (Target::selection, why); host ops last.
+  std::vector<Target> not_selected;
   std::map<std::string, nlohmann::json> models;  // per model summary for reports
   std::vector<StepRecord> dry_steps;  // in dry mode: every step looked up, explained
   bool failed = false;                // some step failed (exit code 1)

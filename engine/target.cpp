@@ -1,6 +1,7 @@
 #include "engine/target.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 #include "util/error.h"
@@ -18,8 +19,42 @@ std::string make_target_id(const std::string& model, const std::string& op,
   return model + "/" + op + "/" + signature_hash(signature);
 }
 
+const char* selection_name(Selection s) {
+  switch (s) {
+    case Selection::Selected: return "selected";
+    case Selection::View: return "view";
+    case Selection::Alloc: return "alloc";
+    case Selection::NotAten: return "not_aten";
+    case Selection::HostOp: return "host_op";
+    case Selection::Transfer: return "transfer";
+    case Selection::Random: return "random";
+    case Selection::Abi: return "abi";
+    case Selection::NotInOps: return "not_in_ops";
+    case Selection::BelowMinShare: return "below_min_share";
+    case Selection::BeyondTop: return "beyond_top";
+    case Selection::NoProposer: return "no_proposer";
+  }
+  return "unknown";
+}
+
+void leave_out(Target& t, Selection reason, std::string why) {
+  t.selection = reason;
+  t.why = std::move(why);
+}
+
+namespace {
+
+// A share as a percentage, three significant digits: "0.0312%", "12.5%", "1%".
+std::string percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g%%", share * 100);
+  return buf;
+}
+
+}  // namespace
+
 std::vector<Target> select_targets(std::vector<Target> all, const TargetSelection& sel,
-                                   double total_time_us) {
+                                   double total_time_us, std::vector<Target>* left_out) {
   double total = total_time_us;
   if (total <= 0)
     for (const auto& t : all) total += t.time_us;
@@ -33,22 +68,32 @@ std::vector<Target> select_targets(std::vector<Target> all, const TargetSelectio
     return a.id < b.id;  // deterministic order for ties
   });
   std::vector<Target> out;
+  int rank = 0;  // among the ops that pass targets.ops and min_share
   for (auto& t : all) {
-    if (!sel.ops.empty()) {
+    if (t.selection == Selection::Selected) {
+      bool match = sel.ops.empty();
       // "mean" selects every overload ("mean.dim"); "mean.dim" only that one.
-      bool match = false;
       for (const auto& op : sel.ops)
         match |= t.op == op || t.op.rfind(op + ".", 0) == 0 || t.outer_op == op;
-      if (!match) continue;
+      if (!match)
+        leave_out(t, Selection::NotInOps, "targets.ops in forge.yaml does not name " + t.op);
+      else if (t.share < sel.min_share)
+        leave_out(t, Selection::BelowMinShare, percent(t.share) + " of the model's op time, under targets.min_share (" +
+                                                   percent(sel.min_share) + ")");
+      else if (++rank > sel.top && sel.top > 0)
+        leave_out(t, Selection::BeyondTop, "ranked " + std::to_string(rank) + " by time; targets.top keeps " +
+                                               std::to_string(sel.top) + " per model");
     }
-    if (t.share < sel.min_share) continue;
-    if (sel.top > 0 && static_cast<int>(out.size()) >= sel.top) break;
-    out.push_back(std::move(t));
+    if (t.selection == Selection::Selected)
+      out.push_back(std::move(t));
+    else if (left_out)
+      left_out->push_back(std::move(t));
   }
   return out;
 }
 
-const Target& resolve_target(const std::vector<Target>& targets, const std::string& name) {
+const Target& resolve_target(const std::vector<Target>& targets, const std::string& name,
+                             const std::vector<Target>& not_selected) {
   std::vector<const Target*> hits;
   for (const auto& t : targets) {
     if (t.id == name) return t;
@@ -56,6 +101,17 @@ const Target& resolve_target(const std::vector<Target>& targets, const std::stri
   }
   if (hits.size() == 1) return *hits[0];
   if (hits.empty()) {
+    std::vector<const Target*> ops;  // captured ops that are no targets, by this name
+    for (const auto& t : not_selected) {
+      if (t.id == name) {
+        ops = {&t};
+        break;
+      }
+      if (t.id.rfind(name, 0) == 0) ops.push_back(&t);
+    }
+    if (ops.size() == 1)
+      throw UsageError("'" + ops[0]->id + "' is not a target (" + selection_name(ops[0]->selection) + "): " +
+                       ops[0]->why + "; `forge status --all` lists every captured op");
     std::vector<std::string> ids;
     for (const auto& t : targets) ids.push_back(t.id);
     std::string near = closest_match(name, ids, 3);
@@ -90,6 +146,9 @@ nlohmann::json target_json(const Target& t) {
           {"floor_us", t.floor_us > 0 ? nlohmann::json(t.floor_us) : nlohmann::json(nullptr)},
           {"amdahl_max_speedup", t.amdahl},
           {"samples", t.samples},
+          // "selected" (searched), else the reason it is not and `why` in words.
+          {"selection", selection_name(t.selection)},
+          {"why", t.why.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.why)},
           {"iterations", t.iterations},
           {"tree_depth", t.tree_depth},
           {"best_iteration", t.best_iteration ? nlohmann::json(*t.best_iteration) : nlohmann::json(nullptr)},

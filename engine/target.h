@@ -35,6 +35,27 @@ struct KernelRecord {
 // params keep the 0-based index), "<strategy> <params>" for the library's.
 std::string kernel_label(const std::string& proposer, const std::string& strategy, const nlohmann::json& params);
 
+// Whether the build searches a captured op and, if not, why. Every captured
+// op gets one: the capture stage (rules/capture/selection.h: what can be no
+// target at all; select_targets below: forge.yaml's targets:) and the search
+// stage (rules/search/not_searched.h: no proposer applies) set them.
+// Reports carry the name (selection_name) and Target::why, in words.
+enum class Selection {
+  Selected,       // searched by `forge build` (`forge capture` stops before search)
+  View,           // a view or alias: no kernel runs
+  Alloc,          // an allocation (empty, empty_strided)
+  NotAten,        // a custom (non-ATen) op: forge overrides ATen kernels
+  HostOp,         // ran on the CPU in a CUDA model: set-up, data preparation
+  Transfer,       // copies between host and device: bound by the link
+  Random,         // draws random numbers: no stock result to verify against
+  Abi,            // an argument or output the candidate ABI cannot carry
+  NotInOps,       // forge.yaml's targets.ops does not name it
+  BelowMinShare,  // under targets.min_share of the model's op time
+  BeyondTop,      // ranked after targets.top
+  NoProposer,     // no strategy applies at this shape, and no model proposes
+};
+const char* selection_name(Selection s);  // "selected", "below_min_share", ...
+
 struct Target {
   std::string id;
   std::string model;
@@ -51,6 +72,8 @@ struct Target {
   nlohmann::json args;    // the capture's argument records
   nlohmann::json outputs; // the capture's records of what the op returned
   nlohmann::json sample_inputs;  // [[{digest, dtype, sizes, strides}...], ...]
+  Selection selection = Selection::Selected;
+  std::string why;  // why it is not searched, in words; "" when selected
   // Filled by later stages (null in JSON until measured).
   int iterations = 0;
   int tree_depth = 0;                 // the search tree's deepest node (the root's children: 1)
@@ -88,16 +111,23 @@ std::string signature_hash(const std::string& signature);
 std::string make_target_id(const std::string& model, const std::string& op,
                            const std::string& signature);
 
+// Records that `t` is not searched, and why.
+void leave_out(Target& t, Selection reason, std::string why);
+
 // Ranks one model's targets by time (descending) and applies the manifest's
 // selection (ops list, top-N, minimum share). Shares are of `total_time_us` (the
 // model's whole backend-op time, views included; 0 = the sum over `all`) and are
-// computed before selection.
+// computed before selection. A target already left out (a view, a random-number
+// op, ...) keeps its reason and takes no place in the top N. The rest left out
+// go to `*left_out` (when given), ranked, each with its reason.
 std::vector<Target> select_targets(std::vector<Target> all, const TargetSelection& sel,
-                                   double total_time_us = 0);
+                                   double total_time_us = 0, std::vector<Target>* left_out = nullptr);
 
 // Resolves a command-line name (full id or unique prefix) against `targets`.
-// Throws UsageError naming the candidates when ambiguous or unknown.
-const Target& resolve_target(const std::vector<Target>& targets, const std::string& name);
+// Throws UsageError naming the candidates when ambiguous or unknown; when it
+// names one of `not_selected` instead, the error says why that op is no target.
+const Target& resolve_target(const std::vector<Target>& targets, const std::string& name,
+                             const std::vector<Target>& not_selected = {});
 
 nlohmann::json target_json(const Target& t);
 

@@ -3,6 +3,7 @@
 // tiny transformer's _softmax, a `command` model that breaks every kernel it is
 // asked to improve, so the tree has compile errors under a verified node):
 //  1. the page loads, the targets table and the tree render, a failed node shows;
+//     the ops not selected are listed with their reason;
 //  2. clicking the failed node shows its source and its diff against the parent;
 //  3. while `forge build --budget 5` runs in the background, a new node arrives
 //     over server-sent events (the page never polls);
@@ -112,6 +113,9 @@ try {
   await failed.first().waitFor();
   log(`tree: ${await page.locator('#tree g[data-node]').count()} nodes, ${await failed.count()} failed`);
   await page.screenshot({ path: join(SHOTS, '1-tree.png'), fullPage: true });
+  // Every other captured op is listed, folded, with its reason (targets.ops names _softmax only).
+  const notSelected = await page.locator('[data-testid="not-selected"] summary').innerText();
+  if (!/not_in_ops/.test(notSelected)) fail(`the ops not selected lack their reason: ${notSelected}`);
 
   // The page does not poll: with the store unchanged, no API request for 3 s.
   const idleBefore = requests.filter((u) => u.includes('/api/')).length;

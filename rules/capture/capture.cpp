@@ -172,24 +172,6 @@ double bytes_moved(const json& args, const json& outputs) {
   return b;
 }
 
-namespace {
-// Device types ("cpu", "cuda") of the tensors among an op's arguments and outputs.
-void device_types(const json& values, std::set<std::string>& out) {
-  for (const auto& v : values) {
-    if (!v.is_object()) continue;
-    const std::string d = v.value("device", "");
-    if (!d.empty()) out.insert(d.substr(0, d.find(':')));
-  }
-}
-}  // namespace
-
-bool is_transfer(const json& args, const json& outputs) {
-  std::set<std::string> types;
-  device_types(args, types);
-  device_types(outputs, types);
-  return types.size() > 1;
-}
-
 std::string dispatch_key_of(const std::string& backend) {
   return backend == "cuda" ? "CUDA" : "CPU";
 }
@@ -198,18 +180,7 @@ std::vector<Target> targets_from_capture(const std::string& model, const json& r
                                          std::optional<double> ceiling,
                                          const std::string& backend) {
   std::vector<Target> out;
-  const std::string key = dispatch_key_of(backend);
   for (const auto& e : record.value("entries", json::array())) {
-    // On a GPU, the ops the model runs on the CPU (weight init, data prep) are no
-    // targets and their wall time is not comparable with device time.
-    if (e.value("dispatch_key", "CPU") != key) continue;
-    // Views, allocations and non-ATen ops count towards the model's time but are no
-    // targets: forge overrides ATen kernels.
-    const std::string kind = e.value("kind", "kernel");
-    if (kind == "view" || kind == "alloc" || kind == "foreign") continue;
-    // A copy between host and device (weights moved to the GPU at set-up) is
-    // bound by the link, not by a kernel: its time counts, it is no target.
-    if (is_transfer(e.value("args", json::array()), e.value("outputs", json::array()))) continue;
     Target t;
     t.model = model;
     t.op = e.value("op", "");
@@ -224,6 +195,7 @@ std::vector<Target> targets_from_capture(const std::string& model, const json& r
     if (ceiling && *ceiling > 0) t.floor_us = t.bytes / *ceiling * 1e6;
     t.sample_inputs = e.value("samples", json::array());
     t.samples = static_cast<int>(t.sample_inputs.size());
+    if (auto why = inherent_reason(e, backend)) leave_out(t, why->reason, why->why);
     out.push_back(std::move(t));
   }
   return out;
@@ -269,7 +241,14 @@ void CaptureRule::apply(BuildContext& ctx) {
     const int signatures = static_cast<int>(all.size());
     const double op_time = rec.value("time_us_by_dispatch_key", json::object())
                                .value(dispatch_key_of(ctx.device.backend), 0.0);
-    std::vector<Target> chosen = select_targets(std::move(all), ctx.manifest.targets, op_time);
+    // Host ops' wall time is no share of the device's op time: they are listed
+    // after the ranked ones, without a share.
+    std::vector<Target> ranked, left_out, host;
+    for (auto& t : all) (t.selection == Selection::HostOp ? host : ranked).push_back(std::move(t));
+    std::vector<Target> chosen = select_targets(std::move(ranked), ctx.manifest.targets, op_time, &left_out);
+    for (auto& t : host) left_out.push_back(std::move(t));
+    json reasons = json::object();  // {reason: signatures}
+    for (const auto& t : left_out) reasons[selection_name(t.selection)] = reasons.value(selection_name(t.selection), 0) + 1;
     ctx.models[m.name] = {{"status", "ok"},
                           {"cached", outcome->cached},
                           {"timing", rec.value("timing", "")},
@@ -278,8 +257,10 @@ void CaptureRule::apply(BuildContext& ctx) {
                           {"time_us", op_time},
                           {"signatures", signatures},
                           {"selected", static_cast<int>(chosen.size())},
+                          {"not_selected", reasons},
                           {"copy_ceiling_gbps", ceiling ? json(*ceiling / 1e9) : json(nullptr)}};
     for (auto& t : chosen) ctx.targets.push_back(std::move(t));
+    for (auto& t : left_out) ctx.not_selected.push_back(std::move(t));
   }
 }
 

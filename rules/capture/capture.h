@@ -6,6 +6,7 @@
 #pragma once
 
 #include "engine/build.h"
+#include "rules/capture/selection.h"
 
 namespace forge {
 
@@ -15,8 +16,9 @@ class CaptureRule : public Rule {
   void apply(BuildContext& ctx) override;
 };
 
-// Turns a capture step's record into this model's targets on `backend` ("cpu" |
-// "cuda"): the ATen kernels that ran there, unranked and unselected.
+// Turns a capture step's record into this model's ops on `backend` ("cpu" |
+// "cuda"), one Target per captured signature, unranked: those that can be no
+// target (rules/capture/selection.h) carry their reason in `selection`.
 std::vector<Target> targets_from_capture(const std::string& model, const nlohmann::json& record,
                                          std::optional<double> ceiling_bytes_per_s,
                                          const std::string& backend);
@@ -26,7 +28,5 @@ std::string dispatch_key_of(const std::string& backend);
 
 // Bytes one call moves: every tensor argument read once, every output written once.
 double bytes_moved(const nlohmann::json& args, const nlohmann::json& outputs);
-// True when the tensors span more than one device type (a host<->device copy).
-bool is_transfer(const nlohmann::json& args, const nlohmann::json& outputs);
 
 }  // namespace forge

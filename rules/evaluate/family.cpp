@@ -265,7 +265,7 @@ Family derive_family(const Target& t) {
 }
 
 std::optional<Family> family_of(const std::vector<Family>& families, const Target& t, std::string* why_not) {
-  if (std::string p = abi::args_problem(t.args); !p.empty()) {
+  if (std::string p = abi::call_problem(t.args, t.outputs); !p.empty()) {
     if (why_not) *why_not = "the candidate ABI cannot express the call: " + p;
     return std::nullopt;
   }

@@ -16,6 +16,7 @@
 #include "rules/evaluate/race.h"
 #include "rules/improvement.h"
 #include "rules/llm/proposer.h"
+#include "rules/search/not_searched.h"
 #include "rules/search/strategies.h"
 #include "util/hash.h"
 #include "util/interrupt.h"
@@ -332,14 +333,14 @@ llm::Client& SearchRule::model_client(BuildContext& ctx) {
 int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Family>& families,
                               const Budget& budget, std::optional<RuntimeLibs>& rt,
                               std::unique_ptr<Executor>& executor) {
-  std::string no_family;
-  auto family = family_of(families, t, &no_family);
-  if (!family) return 0;
+  std::string no_family_why;
+  auto family = family_of(families, t, &no_family_why);
+  if (!family) return no_family(t, no_family_why);
   const ProposerSpec& want = ctx.manifest.proposer;
   std::vector<Strategy> strategies;
   for (auto& s : load_strategies(*family))
     if (strategy_applies(s, t, ctx.device.backend)) strategies.push_back(std::move(s));
-  if (!want.llm && (!want.strategies || strategies.empty())) return 0;
+  if (!want.llm && (!want.strategies || strategies.empty())) return no_proposer(t, *family, want, ctx.device.backend);
   if (!rt) {
     rt = ensure_runtime(ctx, /*with_worker=*/true);
     if (!rt) throw std::runtime_error("the evaluation worker is not built");

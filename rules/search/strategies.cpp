@@ -1,6 +1,7 @@
 #include "rules/search/strategies.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -242,13 +243,46 @@ std::vector<Strategy> load_strategies(const Family& family) {
   return out;
 }
 
-bool strategy_applies(const Strategy& s, const Target& target, const std::string& backend) {
-  if (s.backend != backend) return false;
+namespace {
+
+std::string list_text(const json& allowed) {
+  std::string out;
+  for (const auto& v : allowed) out += (out.empty() ? "" : ", ") + (v.is_string() ? v.get<std::string>() : v.dump());
+  return "[" + out + "]";
+}
+
+// How far `v` lies outside `range`, as the ratio's log2 (0 inside, 64 without a value).
+double range_distance(const json& range, std::optional<int64_t> v) {
+  if (!v) return 64;
+  const double lo = static_cast<double>(range[0].get<int64_t>()), hi = static_cast<double>(range[1].get<int64_t>());
+  const double x = static_cast<double>(std::max<int64_t>(*v, 1));
+  return x < lo ? std::log2(lo / x) : x > hi ? std::log2(x / hi) : 0;
+}
+
+}  // namespace
+
+std::vector<std::string> unmet_conditions(const Strategy& s, const Target& target, const std::string& backend,
+                                          double* distance) {
+  std::vector<std::string> unmet;
+  double far = 0;
+  auto miss = [&](std::string what, double d = 1) {
+    unmet.push_back(std::move(what));
+    far += d;
+  };
+  if (s.backend != backend) miss("backend " + s.backend + " (here " + backend + ")", 64);
   const json* in = first_tensor(target.args);
-  if (!in) return false;
-  if (!listed(s.applies.value("dtype", json()), in->value("dtype", ""))) return false;
+  if (!in) {
+    miss("a tensor input (here none)", 64);
+    if (distance) *distance = far;
+    return unmet;
+  }
+  const std::string dtype = in->value("dtype", "");
+  if (!listed(s.applies.value("dtype", json()), dtype))
+    miss("dtype in " + list_text(s.applies["dtype"]) + " (here " + dtype + ")", 8);
   const json* out = first_tensor(target.outputs);
-  if (out && !listed(s.applies.value("out_dtype", json()), out->value("dtype", ""))) return false;
+  const std::string out_dtype = out ? out->value("dtype", "") : "";
+  if (out && !listed(s.applies.value("out_dtype", json()), out_dtype))
+    miss("out_dtype in " + list_text(s.applies["out_dtype"]) + " (here " + out_dtype + ")", 8);
   // layout: one name or a list. "contiguous"/"nchw" need a row-major input; other
   // layouts (channels_last) are left to the kernel's own run-time check.
   json layouts = s.applies.value("layout", json());
@@ -260,20 +294,53 @@ bool strategy_applies(const Strategy& s, const Target& target, const std::string
       ok |= ((name == "contiguous" || name == "nchw") && contiguous(*in)) ||
             (name != "contiguous" && name != "nchw");
     }
-    if (!ok) return false;
+    if (!ok)
+      miss("layout " + list_text(layouts) + " (here strides " + in->value("strides", json::array()).dump() +
+               " for sizes " + in->value("sizes", json::array()).dump() + ")",
+           8);
   }
   // Extents and shape facts (signature_facts); a condition on a fact the op
   // does not have fails, so a strategy is never tried where it cannot apply.
   const SignatureFacts f = signature_facts(target);
   const json& ap = s.applies;
-  if (!in_range(ap.value("row", json()), f.row) || !in_range(ap.value("plane", json()), f.plane) ||
-      !in_range(ap.value("slice", json()), f.slice) || !in_range(ap.value("groups", json()), f.groups))
-    return false;
-  if (ap.value("dim", "") == "last" && !f.dim_last) return false;
-  if (ap.value("reduce", "") == "trailing" && !f.reduce_trailing) return false;
+  for (const auto& [key, fact] : {std::pair<const char*, std::optional<int64_t>>{"row", f.row},
+                                  {"plane", f.plane}, {"slice", f.slice}, {"groups", f.groups}}) {
+    const json& range = ap.value(key, json());
+    if (in_range(range, fact)) continue;
+    miss(std::string(key) + " in [" + range[0].dump() + ", " + range[1].dump() + "] (here " +
+             (fact ? std::to_string(*fact) : std::string("no ") + key) + ")",
+         range_distance(range, fact));
+  }
+  if (ap.value("dim", "") == "last" && !f.dim_last) miss("dim last (here another dim)", 8);
+  if (ap.value("reduce", "") == "trailing" && !f.reduce_trailing) miss("reduce trailing (here other dims)", 8);
   if (ap.contains("training") && (!f.training || *f.training != ap["training"].get<bool>()))
-    return false;
-  return true;
+    miss(std::string("training ") + (ap["training"].get<bool>() ? "true" : "false") + " (here " +
+             (f.training ? (*f.training ? "true" : "false") : "unknown") + ")",
+         8);
+  if (distance) *distance = far;
+  return unmet;
+}
+
+bool strategy_applies(const Strategy& s, const Target& target, const std::string& backend) {
+  return unmet_conditions(s, target, backend).empty();
+}
+
+std::optional<NearestStrategy> nearest_strategy(const std::vector<Strategy>& strategies, const Target& target,
+                                                const std::string& backend) {
+  std::optional<NearestStrategy> best;
+  double best_distance = 0;
+  for (const auto& s : strategies) {
+    if (s.backend != backend) continue;
+    double distance = 0;
+    auto unmet = unmet_conditions(s, target, backend, &distance);
+    // Fewest unmet conditions first, then the nearest; file order breaks ties.
+    if (!best || unmet.size() < best->unmet.size() ||
+        (unmet.size() == best->unmet.size() && distance < best_distance)) {
+      best = NearestStrategy{&s, std::move(unmet)};
+      best_distance = distance;
+    }
+  }
+  return best;
 }
 
 std::vector<json> param_grid(const Strategy& s) {

@@ -38,8 +38,25 @@ struct Strategy {
 // file for a malformed library.
 std::vector<Strategy> load_strategies(const Family& family);
 
-// Does `s` apply to `target` on `backend`?
+// Does `s` apply to `target` on `backend`? (unmet_conditions is empty)
 bool strategy_applies(const Strategy& s, const Target& target, const std::string& backend);
+
+// The conditions of `s` (its backend, then `applies:`) that `target` on
+// `backend` does not meet, each in words with the signature's value:
+// "row in [1, 4096] (here 46080)". `distance`, when given, gets how far off
+// they are together (a range: log2 of the ratio outside it; others: 8 each).
+std::vector<std::string> unmet_conditions(const Strategy& s, const Target& target, const std::string& backend,
+                                          double* distance = nullptr);
+
+// The strategy of `backend` nearest to applying to `target`: fewest unmet
+// conditions, then the smallest distance, then file order. nullopt when
+// `strategies` has none for `backend`. `strategy` points into `strategies`.
+struct NearestStrategy {
+  const Strategy* strategy = nullptr;
+  std::vector<std::string> unmet;
+};
+std::optional<NearestStrategy> nearest_strategy(const std::vector<Strategy>& strategies, const Target& target,
+                                                const std::string& backend);
 
 // Every parameter combination of `s`, in file order (first values first).
 std::vector<nlohmann::json> param_grid(const Strategy& s);

@@ -21,7 +21,9 @@ namespace forge::abi {
 // What keeps record `i` (`rec`, the schema's argument `name` when known) out
 // of the ABI, "" when nothing.
 template <class Json>
-std::string arg_problem(const Json& rec, size_t i, const std::string& name = "") {
+std::string arg_problem(const Json& rec, size_t i, std::string name = "") {
+  if (name.empty() && rec.is_object() && rec.contains("name") && rec["name"].is_string())
+    name = rec["name"].template get<std::string>();  // the capture records the schema's name
   const std::string where = "argument " + std::to_string(i) + (name.empty() ? "" : " (" + name + ")");
   if (!rec.is_object() || !rec.contains("type") || !rec["type"].is_string()) return where + " has no type";
   const std::string t = rec["type"].template get<std::string>();
@@ -74,6 +76,32 @@ std::string args_problem(const Json& args) {
   for (size_t i = 0; i < args.size(); ++i)
     if (std::string p = arg_problem(args[i], i); !p.empty()) return p;
   return "";
+}
+
+// The first output record the ABI cannot return, "" when it returns them
+// all: outputs are tensors (or None) of an ABI dtype, at most FORGE_MAX_DIMS dims.
+template <class Json>
+std::string outputs_problem(const Json& outputs) {
+  if (!outputs.is_array()) return "the output records are not a list";
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Json& o = outputs[k];
+    const std::string type = o.is_object() && o.contains("type") && o["type"].is_string()
+                                 ? o["type"].template get<std::string>() : "";
+    if (type == "None") continue;
+    if (type != "Tensor")
+      return "output " + std::to_string(k) + " is a " + (type.empty() ? std::string("value") : type) +
+             ", not a tensor: the candidate ABI returns tensors only";
+    std::string p = arg_problem(o, k);
+    if (!p.empty()) return "output" + p.substr(std::string("argument").size());
+  }
+  return "";
+}
+
+// The call's first problem: arguments, then outputs; "" when the ABI carries it.
+template <class Json>
+std::string call_problem(const Json& args, const Json& outputs) {
+  std::string p = args_problem(args);
+  return p.empty() ? outputs_problem(outputs) : p;
 }
 
 }  // namespace forge::abi

@@ -37,6 +37,31 @@ TEST_CASE("usage errors exit 2 with one line, and suggest the near command") {
   CHECK(r.err == "forge: error: unexpected argument 'extra' for 'version'\n");
 }
 
+TEST_CASE("every command prints its usage with --help, -h or `forge help COMMAND`, before reading any manifest") {
+  test::TempDir dir;  // no forge.yaml: --help needs none
+  for (const char* cmd : {"build", "capture", "status", "explain", "try", "log", "diff", "replay", "bisect", "run",
+                          "serve", "clean", "version"}) {
+    CAPTURE(cmd);
+    auto r = run_forge(std::string(cmd) + " --help", dir.path());
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind(std::string("usage: forge [-C DIR] [--json] ") + cmd, 0) == 0);
+    CHECK(r.err == "");
+    CHECK(run_forge(std::string(cmd) + " -h", dir.path()).out == r.out);
+    CHECK(run_forge(std::string("help ") + cmd, dir.path()).out == r.out);
+  }
+  auto r = run_forge("status --help", dir.path());
+  CHECK(r.out.find("--all") != std::string::npos);
+  r = run_forge("help nosuch", dir.path());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.rfind("forge: error: unknown command 'nosuch'", 0) == 0);
+  // After `--` a --help belongs to the program forge run starts.
+  r = run_forge("run -- python3 --help", dir.path());
+  CHECK(r.out.find("usage: forge") == std::string::npos);
+  r = run_forge("status --frob", dir.path());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "forge: error: unexpected argument '--frob' for 'status' (`forge status --help`)\n");
+}
+
 TEST_CASE("a missing manifest is an error that names the file") {
   test::TempDir dir;
   auto r = run_forge("-C " + dir.path().string() + " status", "/");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/report.h"
+#include "engine/target.h"
 #include "tests/support.h"
 
 namespace forge {
@@ -18,8 +19,9 @@ using nlohmann::json;
 TEST_SUITE_BEGIN("cli::Report");
 
 namespace {
-// What print_build_report writes to stdout.
-std::string printed(const json& report) {
+// What `print` writes to stdout.
+template <typename F>
+std::string printed_by(F print) {
   test::TempDir dir;
   std::fflush(stdout);
   const int saved = ::dup(1);
@@ -33,13 +35,18 @@ std::string printed(const json& report) {
     std::fclose(f);
   };
   try {
-    cli::print_build_report(report);
+    print();
   } catch (...) {
     restore();
     throw;
   }
   restore();
   return test::read_text(dir / "out.txt");
+}
+
+// What print_build_report writes to stdout.
+std::string printed(const json& report) {
+  return printed_by([&] { cli::print_build_report(report); });
 }
 
 json report_with(double speedup, double bound) {
@@ -78,6 +85,37 @@ TEST_CASE("calls a CPU kernel left to stock for the thread count are named under
   CHECK(printed(report).find("    6 of the fallbacks were in a CPU kernel's family: torch had more intra-op "
                              "threads than stock had") != std::string::npos);
   CHECK(printed(report).find("OMP_NUM_THREADS: '1'}` in models.vae uses them") != std::string::npos);
+}
+
+TEST_CASE("a target not searched says why; the models line counts what was not selected, by reason") {
+  json report = report_with(1.0, 2.0);
+  report["package"] = nullptr;
+  report["models"] = {{"cnn",
+                       {{"status", "ok"}, {"calls", 10}, {"processes", 1}, {"time_us", 100.0}, {"timing", "cpu_wall"},
+                        {"signatures", 5}, {"selected", 1}, {"not_selected", {{"random", 1}, {"view", 3}}}}}};
+  Target t;
+  t.id = "cnn/native_group_norm/abc123";
+  t.share = 0.5;
+  leave_out(t, Selection::NoProposer, "no strategy applies at this shape; nearest: rows");
+  report["targets"] = json::array({target_json(t)});
+  const std::string out = printed(report);
+  CHECK(out.find("1 of 5 captured signatures selected") != std::string::npos);
+  CHECK(out.find("model cnn: not selected: 1 random, 3 view (`forge status --all` lists them with why)") !=
+        std::string::npos);
+  CHECK(out.find("cnn/native_group_norm/abc123         not searched (no_proposer): no strategy applies at this "
+                 "shape; nearest: rows\n") != std::string::npos);
+}
+
+TEST_CASE("status --all lists each op not selected with its reason and why") {
+  json ops = json::array({{{"id", "cnn/uniform_/0a0a0a"}, {"share", 0.02}, {"calls", 4}, {"time_us", 12.0},
+                           {"selection", "random"}, {"why", "draws random numbers"},
+                           {"signature", "uniform_(f32[8,3,3,3], -0.5, 0.5, None)"}}});
+  const std::string out = printed_by([&] { cli::print_not_selected(ops); });
+  CHECK(out.find("not selected: 1 captured op signature(s)") != std::string::npos);
+  CHECK(out.find("cnn/uniform_/0a0a0a") != std::string::npos);
+  CHECK(out.find("random           uniform_(f32[8,3,3,3], -0.5, 0.5, None)") != std::string::npos);
+  CHECK(out.find("   draws random numbers\n") != std::string::npos);
+  CHECK(printed_by([] { cli::print_not_selected(json::array()); }).empty());
 }
 
 TEST_SUITE_END();

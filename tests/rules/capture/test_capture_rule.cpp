@@ -23,7 +23,7 @@ TEST_SUITE_BEGIN("rules::Capture");
 
 namespace {
 
-json fake_capture_file(const std::string& op_time_scale) {
+json fake_capture_file(const std::string& op_time_scale, const json& more_ops) {
   double k = std::stod(op_time_scale);
   auto tensor = [](std::vector<int> sizes) {
     return json{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", sizes}, {"device", "cpu"}};
@@ -51,9 +51,12 @@ json fake_capture_file(const std::string& op_time_scale) {
              {"samples", json::array()}}}}};
 }
 
+json fake_capture_file(const std::string& op_time_scale) { return fake_capture_file(op_time_scale, json::array()); }
+
 struct World {
   test::TempDir dir;
   std::string scale = "1";
+  json more_ops = json::array();  // backend_ops records besides the fake's two
   int exit_code = 0;
   std::unique_ptr<test::FakeRunner> runner;
 
@@ -73,7 +76,9 @@ struct World {
       // The model's command: behave like a process with the capture library loaded.
       fs::path out = c.env.at("FORGE_CAPTURE_DIR");
       test::write_text(out / "s0.bin", "0123456789abcdef");
-      test::write_text(out / "4242.json", fake_capture_file(scale).dump());
+      json file = fake_capture_file(scale);
+      for (const auto& op : more_ops) file["backend_ops"].push_back(op);
+      test::write_text(out / "4242.json", file.dump());
       return exited(exit_code, "", exit_code ? "Traceback: boom\n" : "");
     });
   }
@@ -179,6 +184,36 @@ TEST_CASE("captured sample values land in the object store by digest") {
   CHECK((!fs::exists(m.store / "tmp") || fs::is_empty(m.store / "tmp")));
 }
 
+TEST_CASE("the report lists every captured op not selected with its reason; a random-number op takes no top slot") {
+  World w;
+  auto tensor = [](std::vector<int> sizes) {
+    return json{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", sizes}, {"device", "cpu"}};
+  };
+  w.more_ops.push_back({{"op", "aten::uniform_"}, {"overload", ""}, {"outer_op", "aten::uniform_"},
+                        {"signature", "uniform_(f32[64,1000], 0, 1, None)"},
+                        {"args", {tensor({64, 1000}), {{"type", "float"}, {"value", 0}}, {{"type", "float"}, {"value", 1}},
+                                  {{"type", "None"}, {"name", "generator"}}}},
+                        {"outputs", {tensor({64, 1000})}}, {"calls", 1}, {"time_us", 900.0},
+                        {"samples", json::array()}});
+  w.more_ops.push_back({{"op", "aten::view"}, {"overload", ""}, {"kind", "view"}, {"outer_op", "aten::view"},
+                        {"signature", "view(f32[64,1000], [64000])"}, {"args", {tensor({64, 1000})}},
+                        {"outputs", {tensor({64000})}}, {"calls", 1}, {"time_us", 1.0}, {"samples", json::array()}});
+  test::write_text(w.dir / "forge.yaml", "models:\n  a: {run: python a.py}\ntargets: {top: 1}\n");
+  json r = w.build();
+  REQUIRE(r["targets"].size() == 1);
+  CHECK(r["targets"][0]["op"] == "_softmax");
+  CHECK(r["targets"][0]["selection"] == "selected");
+  REQUIRE(r["not_selected"].size() == 3);
+  CHECK(r["not_selected"][0]["op"] == "uniform_");
+  CHECK(r["not_selected"][0]["selection"] == "random");
+  CHECK(r["not_selected"][1]["op"] == "mean.dim");
+  CHECK(r["not_selected"][1]["selection"] == "beyond_top");
+  CHECK(r["not_selected"][2]["selection"] == "view");
+  CHECK(r["models"]["a"]["signatures"] == 4);
+  CHECK(r["models"]["a"]["selected"] == 1);
+  CHECK(r["models"]["a"]["not_selected"] == json{{"beyond_top", 1}, {"random", 1}, {"view", 1}});
+}
+
 TEST_CASE("targets selection: ops list, top-N and minimum share") {
   std::vector<Target> all(3);
   all[0].id = "m/_softmax/aaaaaa", all[0].op = "_softmax", all[0].time_us = 50;
@@ -219,13 +254,21 @@ TEST_CASE("on a GPU only the CUDA kernels become targets; CPU wall time is not m
               {"time_us_by_dispatch_key", {{"CPU", 36944}, {"CUDA", 400}}}};
   record["entries"][3]["kind"] = "alloc";
   auto cuda = targets_from_capture("r", record, std::nullopt, "cuda");
-  REQUIRE(cuda.size() == 2);
-  auto ranked = select_targets(cuda, TargetSelection{{}, 0, 0}, 400);
+  REQUIRE(cuda.size() == 4);  // every captured signature, each with its selection
+  CHECK(cuda[0].selection == Selection::HostOp);
+  CHECK(cuda[3].selection == Selection::Alloc);
+  std::vector<Target> candidates;
+  for (const auto& t : cuda)
+    if (t.selection == Selection::Selected) candidates.push_back(t);
+  REQUIRE(candidates.size() == 2);
+  auto ranked = select_targets(candidates, TargetSelection{{}, 0, 0}, 400);
   CHECK(ranked[0].op == "cudnn_convolution");
   CHECK(ranked[0].share == doctest::Approx(0.75));
   auto cpu = targets_from_capture("r", record, std::nullopt, "cpu");
-  REQUIRE(cpu.size() == 1);
+  REQUIRE(cpu.size() == 4);
   CHECK(cpu[0].op == "uniform_");
+  CHECK(cpu[0].selection == Selection::Random);  // weights' random init: no target
+  CHECK(cpu[1].selection == Selection::HostOp);  // CUDA ops in a CPU model's record
 }
 
 TEST_CASE("a host-to-device copy (weights moved at set-up) is no target; a device copy is") {
@@ -239,8 +282,11 @@ TEST_CASE("a host-to-device copy (weights moved at set-up) is no target; a devic
   };
   json record{{"entries", {copy("upload", "cpu"), copy("d2d", "cuda:0")}}};
   auto targets = targets_from_capture("m", record, std::nullopt, "cuda");
-  REQUIRE(targets.size() == 1);
-  CHECK(targets[0].signature == "d2d");
+  REQUIRE(targets.size() == 2);
+  CHECK(targets[0].selection == Selection::Transfer);
+  CHECK(targets[0].why == "copies between cpu and cuda: bound by the link between them, not by a kernel");
+  CHECK(targets[1].signature == "d2d");
+  CHECK(targets[1].selection == Selection::Selected);
   CHECK(is_transfer(json::array({tensor("cuda:1"), tensor("cuda:0")}), json::array()) == false);
 }
 
