@@ -1,5 +1,6 @@
 #include "cli/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -89,13 +90,16 @@ void print_not_selected_summary(const json& models) {
 void print_not_selected(const json& ops) {
   if (!ops.is_array() || ops.empty()) return;
   std::printf("\nnot selected: %zu captured op signature(s), each with why\n", ops.size());
-  std::printf("%-36s %6s %7s %10s  %-15s  %s\n", "op", "share", "calls", "time_us", "reason", "signature");
+  int width = 36;  // the id column: as wide as the longest id
+  for (const auto& t : ops) width = std::max(width, static_cast<int>(t.value("id", "").size()));
+  std::printf("%-*s %6s %7s %10s  %-15s  %s\n", width, "op", "share", "calls", "time_us", "reason", "signature");
   for (const auto& t : ops) {
-    std::printf("%-36s %6s %7ld %10s  %-15s  %s\n", t.value("id", "").c_str(),
+    std::printf("%-*s %6s %7ld %10s  %-15s  %s\n", width, t.value("id", "").c_str(),
                 fmt(t.value("share", json()), "%.1f%%", 100).c_str(), t.value("calls", 0L),
                 fmt(t.value("time_us", json()), "%.0f").c_str(), t.value("selection", "").c_str(),
                 t.value("signature", "").c_str());
-    if (const json why = t.value("why", json()); why.is_string()) std::printf("%-36s   %s\n", "", why.get<std::string>().c_str());
+    if (const json why = t.value("why", json()); why.is_string())
+      std::printf("%-*s   %s\n", width, "", why.get<std::string>().c_str());
   }
 }
 

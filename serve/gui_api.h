@@ -6,7 +6,9 @@
 // Routes (GET; query parameters, so target ids with '/' need no escaping rules):
 //   /api/overview                  device, models, targets (time share, best
 //                                  speedup over eager and torch.compile, % of floor,
-//                                  outcomes), notes: the last dry-run snapshot
+//                                  outcomes, selection and why), not_selected (every
+//                                  other captured op with its reason, docs/SELECTION.md),
+//                                  notes: the last dry-run snapshot
 //   /api/tree?target=ID            the search tree from the target's journal:
 //                                  {"target", "nodes": [{id, parent, iteration, kind,
 //                                  strategy, params, what, proposer, status, speedup,
@@ -58,7 +60,7 @@ class GuiApi {
   // path: "/api/..." without the query; params: the decoded query parameters.
   ApiReply get(const std::string& path, const std::multimap<std::string, std::string>& params);
 
-  // The overview snapshot (a `forge status --json`-shaped report); thread-safe.
+  // The overview snapshot (a `forge status --all --json`-shaped report); thread-safe.
   void set_overview(nlohmann::json report);
 
   // Target ids that have a journal, from <store>/refs/journal/.

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <filesystem>
 
@@ -77,9 +78,25 @@ TEST_CASE("unmodified scripts become ranked targets; an unchanged build does no 
   CHECK(r2["steps_run"] == 0);
   CHECK(r2["targets"] == r["targets"]);
 
-  auto status = test::run_forge("--json status", dir.path());
+  // Status runs the search stage dry, which says why a target is not searched
+  // (capture stops before it); everything else is the capture's.
+  auto status = test::run_forge("--json status --all", dir.path());
   REQUIRE(status.exit_code == 0);
-  CHECK(json::parse(status.out)["targets"] == r["targets"]);
+  const json st = json::parse(status.out);
+  auto without_selection = [](json targets) {
+    for (auto& t : targets) t.erase("selection"), t.erase("why");
+    return targets;
+  };
+  CHECK(without_selection(st["targets"]) == without_selection(r["targets"]));
+  // Every captured op is listed: the weights' random init and views are no
+  // targets, and say so; addmm has no op family.
+  std::map<std::string, std::string> reason;  // op -> selection, the first signature's
+  for (const json* list : {&st["targets"], &st["not_selected"]})
+    for (const auto& t : *list) reason.emplace(t["op"].get<std::string>(), t["selection"].get<std::string>());
+  CHECK(reason["uniform_"] == "random");
+  CHECK(reason["view"] == "view");
+  CHECK(reason["addmm"] == "no_family");
+  CHECK(reason["_softmax"] == "selected");
 
   SUBCASE("editing the script re-captures that model only, and explain says why") {
     test::write_text(dir / "cnn.py", test::read_text(dir / "cnn.py") + "# edited\n");
