@@ -54,16 +54,17 @@ spawnSync('git', ['init', '-q'], { cwd: work });
 // The stand-in model: from scratch it answers the library's example kernel from
 // the prompt (it verifies); asked to improve a kernel, it answers that kernel
 // with a line that does not compile (and the same again when asked to repair).
+// A node's variants are asked together, so each request has files of its own.
 writeFileSync(join(work, 'model.sh'), `#!/bin/sh
-cat > prompt.txt
-awk '/^# Starting point/{s=1} s && /^\`\`\`(cpp|cuda)$/{f=1;next} f && /^\`\`\`$/{exit} f' prompt.txt > block.cpp
+cat > prompt.$$.txt
+awk '/^# Starting point/{s=1} s && /^\`\`\`(cpp|cuda)$/{f=1;next} f && /^\`\`\`$/{exit} f' prompt.$$.txt > block.$$.cpp
 echo 'My idea, in one sentence.'
 echo '\`\`\`cpp'
-if grep -q 'Start from scratch' prompt.txt; then
-  cat block.cpp
+if grep -q 'From scratch' prompt.$$.txt; then
+  cat block.$$.cpp
 else
-  [ -s block.cpp ] && cp block.cpp base.cpp
-  cat base.cpp
+  [ -s block.$$.cpp ] && cp block.$$.cpp base.$$.cpp
+  cat base.$$.cpp
   echo 'static int broken_on_purpose = not_declared_anywhere;'
 fi
 echo '\`\`\`'
