@@ -4,11 +4,12 @@
 // their families are derived from the captured call, and `forge try` verifies
 // an honest kernel for each and rejects a wrong one; layer_norm's family.yaml
 // is refined to the captured strides, so a strided kernel is verified on the
-// transposed call. Skipped (visibly) where torch is not importable.
+// transposed call; the random fill is no target and the report says why.
+// Skipped (visibly) where torch is not importable.
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <set>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -35,9 +36,17 @@ TEST_CASE("derived families: honest kernels verified through forge try, a wrong 
   INFO(build.err);
   REQUIRE(build.exit_code == 0);
   json r = json::parse(build.out);
-  std::set<std::string> ops;
-  for (const auto& t : r["targets"]) ops.insert(t["op"].get<std::string>());
-  for (const char* op : {"silu", "_log_softmax", "native_layer_norm"}) CHECK(ops.count(op));
+  std::map<std::string, json> by_op;
+  for (const auto& t : r["targets"]) by_op.emplace(t["op"].get<std::string>(), t);
+  for (const char* op : {"silu", "_log_softmax", "native_layer_norm"}) CHECK(by_op.count(op));
+  // Searchable, but nothing proposes for a derived family without a model: the
+  // report says so. The random fill is no target, and says why.
+  CHECK(by_op["silu"]["selection"] == "no_proposer");
+  CHECK(by_op["silu"]["why"].get<std::string>().find("derived") != std::string::npos);
+  bool random = false;
+  for (const auto& t : r["not_selected"])
+    if (t["op"] == "uniform_") random = t["selection"] == "random";
+  CHECK(random);
 
   auto attempt = [&](const std::string& target, const std::string& file) {
     auto t = test::run_forge("--json try " + target + " " + file, dir.path());
