@@ -68,12 +68,15 @@ def main():
         ver = sorted(r.get("verify", {}).get("seconds", 0) for r in ev)
         ben = sorted(r.get("bench", {}).get("seconds", 0) for r in ev)
         mid = lambda v: v[len(v) // 2] if v else None
+        phases = {k: mid(sorted(r.get("phase_seconds", {}).get(k, 0) for r in ev))
+                  for k in sorted({k for r in ev for k in r.get("phase_seconds", {})})}
         rows.append({"worker": label, "evaluations": len(ev), "accepted": sum(r.get("verdict") == "accepted" for r in ev),
                      "per_minute": 60.0 * len(ev) / sum(secs) if secs else 0.0,
                      "median_s": mid(secs), "q1_s": secs[len(secs) // 4] if secs else None,
                      "q3_s": secs[3 * len(secs) // 4] if secs else None,
                      "verify_median_s": mid(ver), "bench_median_s": mid(ben),
-                     "cases": ev[0].get("verify", {}).get("cases") if ev else None, "wall_s": wall})
+                     "cases": ev[0].get("verify", {}).get("cases") if ev else None, "wall_s": wall,
+                     "phase_median_s": phases})
     commit = a.commit or subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip()
     load = os.getloadavg()
@@ -87,6 +90,9 @@ def main():
     for r in rows:
         print(f"{r['worker'][:28]:28} {r['evaluations']:5d} {r['per_minute']:8.1f} {r['median_s']:9.2f} "
               f"{r['verify_median_s']:9.2f} {r['bench_median_s']:8.2f} {r['cases']!s:>6}")
+    for r in rows:
+        print(f"{r['worker'][:28]:28} phases (median s): " +
+              ", ".join(f"{k} {v:.3f}" for k, v in r["phase_median_s"].items()))
     print(f"load average {load[0]:.1f}; written {path}")
 
 

@@ -121,6 +121,8 @@ def main():
                "threads_check_s": sorted(r["verify"].get("threads", {}).get("seconds", 0) for r in ok)[len(ok) // 2]
                if ok else None,
                "cases": ok[0]["verify"].get("cases") if ok else None,
+               "phase_median_s": {k: sorted(r.get("phase_seconds", {}).get(k, 0) for r in ok)[len(ok) // 2]
+                                  for k in sorted({k for r in ok for k in r.get("phase_seconds", {})})},
                "not_accepted": [{"id": r.get("id"), "reason": r.get("reason", r.get("error", "")),
                                  "detail": (r.get("detail") or "")[:300]}
                                 for r in reps if "seconds" in r and r.get("verdict") != "accepted"]}

@@ -91,6 +91,9 @@
 namespace forge::worker {
 namespace {
 
+// Elements checked per host pass: three float64 chunks of 128 MiB.
+constexpr int64_t kAccuracyChunk = int64_t(1) << 24;
+
 std::string num(double v, int digits = 6) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -281,15 +284,22 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
     ++stats.outputs_skipped;
     return std::nullopt;
   }
-  // On the host in float64, contiguous: one pass gathers the stock kernel's
-  // errors per binade, one applies the allowance (~10 ms per million elements
-  // on one core; a device output is copied once).
-  auto host = [](const at::Tensor& t) { return t.detach().to(at::kCPU).to(at::kDouble).contiguous().reshape(-1); };
-  const at::Tensor ot = host(out), st = host(stock), rt = host(ref64);
-  const double* o = ot.data_ptr<double>();
-  const double* s = st.data_ptr<double>();
-  const double* r = rt.data_ptr<double>();
-  const int64_t n = rt.numel();
+  // On the host in float64, in chunks of kAccuracyChunk elements: one pass
+  // gathers the stock kernel's errors per binade, one applies the allowance
+  // (~10 ms per million elements on one core). A device output is copied
+  // chunk by chunk, twice when it spans more than one chunk.
+  const at::Tensor of = out.detach().reshape(-1), sf = stock.detach().reshape(-1), rf = ref64.detach().reshape(-1);
+  const int64_t n = rf.numel();
+  struct Host {
+    at::Tensor o, s, r;
+  };
+  auto load = [&](int64_t c0, int64_t len) {
+    auto host = [&](const at::Tensor& t) { return t.narrow(0, c0, len).to(at::kCPU).to(at::kDouble).contiguous(); };
+    return Host{host(of), host(sf), host(rf)};
+  };
+  const bool one_chunk = n <= kAccuracyChunk;
+  const Host whole = one_chunk ? load(0, n) : Host{};
+  auto chunk_at = [&](int64_t c0) { return one_chunk ? whole : load(c0, std::min(kAccuracyChunk, n - c0)); };
 
   // Binade of |ref64|: the frexp exponent e (|x| = m 2^e, m in [0.5, 1)),
   // zeros below every subnormal; ulp = 2^(max(e, min_exponent) - digits).
@@ -303,19 +313,25 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
     return std::clamp(e, lo, hi);
   };
   auto ulp_at = [&](int e) { return std::ldexp(1.0, std::max(e, fmt->min_exponent) - fmt->digits); };
+  auto finite3 = [](double a, double b, double c) { return std::isfinite(a) && std::isfinite(b) && std::isfinite(c); };
   std::vector<double> abs_b(nb, 0.0), rel_b(nb, 0.0), can_b(nb, 0.0);
-  std::vector<int16_t> bucket(static_cast<size_t>(n), -1);  // -1: not all three finite
   int64_t checked = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(o[i]) || !std::isfinite(s[i]) || !std::isfinite(r[i])) continue;
-    ++checked;
-    const double a = std::fabs(r[i]), es = std::fabs(s[i] - r[i]);
-    const int e = exponent(a);
-    const int b = e - lo;
-    bucket[static_cast<size_t>(i)] = static_cast<int16_t>(b);
-    abs_b[b] = std::max(abs_b[b], es);
-    if (a > 0) rel_b[b] = std::max(rel_b[b], es / a);
-    if (es > rule.cancel_ulps * ulp_at(e)) can_b[b] = std::max(can_b[b], es);
+  for (int64_t c0 = 0; c0 < n; c0 += kAccuracyChunk) {
+    const Host h = chunk_at(c0);
+    const double* o = h.o.data_ptr<double>();
+    const double* s = h.s.data_ptr<double>();
+    const double* r = h.r.data_ptr<double>();
+    const int64_t len = h.r.numel();
+    for (int64_t i = 0; i < len; ++i) {
+      if (!finite3(o[i], s[i], r[i])) continue;
+      ++checked;
+      const double a = std::fabs(r[i]), es = std::fabs(s[i] - r[i]);
+      const int e = exponent(a);
+      const int b = e - lo;
+      abs_b[b] = std::max(abs_b[b], es);
+      if (a > 0) rel_b[b] = std::max(rel_b[b], es / a);
+      if (es > rule.cancel_ulps * ulp_at(e)) can_b[b] = std::max(can_b[b], es);
+    }
   }
   for (int k = 1; k < nb; ++k) abs_b[k] = std::max(abs_b[k], abs_b[k - 1]);  // A_up: no larger
   for (int k = nb - 1; k-- > 0;) {
@@ -323,51 +339,58 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
     can_b[k] = std::max(can_b[k], can_b[k + 1]);  // B_down: no smaller, absolute regime
   }
   const double floor = rule.flush * fmt->smallest_normal;
-  auto envelope = [&](int64_t i) {
-    const int b = bucket[static_cast<size_t>(i)];
-    return std::max({abs_b[b], std::fabs(r[i]) * rel_b[b], can_b[b]});
+  auto envelope = [&](double r) {
+    const int b = exponent(std::fabs(r)) - lo;
+    return std::max({abs_b[b], std::fabs(r) * rel_b[b], can_b[b]});
   };
-  auto allowance = [&](int64_t i) {
-    const double a = std::fabs(r[i]);
-    return rule.factor * envelope(i) + rule.ulps * ulp_at(exponent(a)) + rule.rel * a + floor;
+  auto allowance = [&](double r) {
+    const double a = std::fabs(r);
+    return rule.factor * envelope(r) + rule.ulps * ulp_at(exponent(a)) + rule.rel * a + floor;
   };
   double worst = 0, cand_ulps = 0, stock_ulps = 0;
   int64_t wi = -1;
-  for (int64_t i = 0; i < n; ++i) {
-    if (bucket[static_cast<size_t>(i)] < 0) continue;
-    const double a = std::fabs(r[i]), ec = std::fabs(o[i] - r[i]);
-    const double ratio = ec / allowance(i);  // > 0: ulps or flush is nonzero (accuracy_rule_for)
-    if (ratio > worst || wi < 0) worst = ratio, wi = i;
-    if (a >= floor) {
-      // In ulps where a value may not be flushed (a flushed subnormal is millions of ulps off).
-      const double u = ulp_at(exponent(a));
-      cand_ulps = std::max(cand_ulps, ec / u);
-      stock_ulps = std::max(stock_ulps, std::fabs(s[i] - r[i]) / u);
+  double wo = 0, ws = 0, wr = 0;  // the worst element's candidate, stock and float64 values
+  for (int64_t c0 = 0; c0 < n; c0 += kAccuracyChunk) {
+    const Host h = chunk_at(c0);
+    const double* o = h.o.data_ptr<double>();
+    const double* s = h.s.data_ptr<double>();
+    const double* r = h.r.data_ptr<double>();
+    const int64_t len = h.r.numel();
+    for (int64_t i = 0; i < len; ++i) {
+      if (!finite3(o[i], s[i], r[i])) continue;
+      const double a = std::fabs(r[i]), ec = std::fabs(o[i] - r[i]);
+      const double ratio = ec / allowance(r[i]);  // > 0: ulps or flush is nonzero (accuracy_rule_for)
+      if (ratio > worst || wi < 0) worst = ratio, wi = c0 + i, wo = o[i], ws = s[i], wr = r[i];
+      if (a >= floor) {
+        // In ulps where a value may not be flushed (a flushed subnormal is millions of ulps off).
+        const double u = ulp_at(exponent(a));
+        cand_ulps = std::max(cand_ulps, ec / u);
+        stock_ulps = std::max(stock_ulps, std::fabs(s[i] - r[i]) / u);
+      }
     }
   }
   stats.checked += checked;
   stats.candidate_max_ulps = std::max(stats.candidate_max_ulps, cand_ulps);
   stats.stock_max_ulps = std::max(stats.stock_max_ulps, stock_ulps);
   if (wi < 0) return std::nullopt;  // nothing finite to compare
-  const int64_t i = wi;
-  const double ec = std::fabs(o[i] - r[i]), es = std::fabs(s[i] - r[i]);
+  const double ec = std::fabs(wo - wr), es = std::fabs(ws - wr);
   if (worst > stats.worst_ratio) {
     stats.worst_ratio = worst;
-    stats.worst_where = (label.empty() ? std::string("out") : label) + index_of(stock.sizes(), i) + " " + where;
+    stats.worst_where = (label.empty() ? std::string("out") : label) + index_of(stock.sizes(), wi) + " " + where;
     stats.worst_candidate_err = ec;
     stats.worst_stock_err = es;
-    stats.worst_ref = r[i];
+    stats.worst_ref = wr;
   }
   if (!(worst > 1)) return std::nullopt;
-  const double u = ulp_at(exponent(std::fabs(r[i])));
+  const double u = ulp_at(exponent(std::fabs(wr)));
   const std::string prefix = label.empty() ? std::string() : label + ": ";
-  std::string terms = num(rule.factor) + " x stock envelope " + num(envelope(i), 3) + " + " + num(rule.ulps) + " ulps";
+  std::string terms = num(rule.factor) + " x stock envelope " + num(envelope(wr), 3) + " + " + num(rule.ulps) + " ulps";
   if (rule.rel > 0) terms += " + " + num(rule.rel) + " x |float64|";
   if (floor > 0) terms += " + " + num(floor, 3);
   return Mismatch{"inaccurate", prefix + "error " + num(ec, 3) + " (" + num(ec / u, 3) + " ulps) at index " +
-                                    index_of(stock.sizes(), i) + " " + where + ": got " + num(o[i], 9) +
-                                    ", float64 " + num(r[i], 9) + ", stock " + num(s[i], 9) + " (error " +
-                                    num(es / u, 3) + " ulps); allowed " + num(allowance(i), 3) + " = " + terms +
+                                    index_of(stock.sizes(), wi) + " " + where + ": got " + num(wo, 9) +
+                                    ", float64 " + num(wr, 9) + ", stock " + num(ws, 9) + " (error " +
+                                    num(es / u, 3) + " ulps); allowed " + num(allowance(wr), 3) + " = " + terms +
                                     " (" + num(worst, 3) + "x the allowance)"};
 }
 

@@ -15,6 +15,7 @@ void* Arena::allocate(int64_t bytes) {
   const int64_t start = (m_used + align - 1) / align * align;
   if (bytes < 0 || start + bytes > m_capacity) return nullptr;
   m_used = start + bytes;
+  if (m_used > m_peak) m_peak = m_used;
   ++m_live;
   return m_base + start;
 }

@@ -26,6 +26,7 @@ class Arena {
   void* allocate(int64_t bytes);
   void release();
   int64_t used() const { return m_used; }
+  int64_t peak() const { return m_peak; }  // the most ever in use at once
   // Bytes from base, or -1 when p is outside the arena.
   int64_t offset_of(const void* p) const;
 
@@ -35,6 +36,7 @@ class Arena {
 
  private:
   int64_t m_used = 0;
+  int64_t m_peak = 0;
   int64_t m_live = 0;
 };
 

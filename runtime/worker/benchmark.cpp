@@ -81,7 +81,7 @@ std::optional<Failure> benchmark(Judge& j, const CasePlan& plan, const json& req
   const int reps = req.value("reps", 30);
   const double min_seconds = req.value("min_seconds", 0.2);
   const double max_seconds = req.value("max_seconds", 10.0);
-  const int copies = 3;
+  const int copies = j.memory.bench_copies;
   // bench.threads: torch's intra-op threads for the stock CPU kernel during
   // the benchmark (default: as configured, all cores).
   struct ThreadsGuard {

@@ -16,16 +16,17 @@ bool known_special(const std::string& s) {
 // The extents a varying dim is verified at (the package trusts the kernel up
 // to the largest): every size 1..64, the powers of two from 128 and one each
 // side up to the largest, max(4x the captured extent, 64); the family's own
-// edge_sizes too. Sizes whose tensor would exceed max(4x captured, 64 MiB)
-// are left out, so a huge captured slice is not multiplied 64 times.
+// edge_sizes too. Sizes whose tensor would exceed max(growth x captured,
+// 64 MiB) are left out, so a huge captured slice is not multiplied 64 times.
 std::vector<int64_t> sweep_sizes(const PlanArg& a, int64_t dim, const std::vector<int64_t>& edge_sizes,
-                                 std::vector<std::string>& notes) {
+                                 std::vector<std::string>& notes, double growth) {
   const int64_t captured = a.sizes[static_cast<size_t>(dim)];
   const int64_t elem = a.elem_bytes;
   int64_t numel = 1;
   for (int64_t s : a.sizes) numel *= s;
   const int64_t per_slice = captured > 0 ? numel / captured * elem : elem;
-  const int64_t budget = std::max<int64_t>(4 * numel * elem, int64_t(64) << 20);
+  const int64_t budget =
+      std::max<int64_t>(static_cast<int64_t>(growth * static_cast<double>(numel * elem)), int64_t(64) << 20);
   const int64_t largest = std::max<int64_t>(4 * captured, 64);
   std::vector<int64_t> sizes;
   for (int64_t s = 1; s <= 64; ++s) sizes.push_back(s);
@@ -55,7 +56,7 @@ std::vector<int64_t> sweep_sizes(const PlanArg& a, int64_t dim, const std::vecto
 }
 
 std::vector<CasePlan> plan_cases(const std::vector<PlanArg>& args, const json& samples, const Family& family, uint64_t seed,
-                                 std::vector<std::string>& notes) {
+                                 std::vector<std::string>& notes, double sweep_growth) {
   std::vector<CasePlan> plans;
   uint64_t n = 0;
   auto next_seed = [&]() { return seed * 1000003ull + (++n) * 7919ull; };
@@ -91,7 +92,7 @@ std::vector<CasePlan> plan_cases(const std::vector<PlanArg>& args, const json& s
       notes.push_back("signature_family.vary: arg " + std::to_string(arg) + " has no dim " + std::to_string(dim));
       continue;
     }
-    for (int64_t size : sweep_sizes(args[arg], dim < 0 ? dim + ndim : dim, family.edge_sizes, notes)) {
+    for (int64_t size : sweep_sizes(args[arg], dim < 0 ? dim + ndim : dim, family.edge_sizes, notes, sweep_growth)) {
       CasePlan p;
       p.kind = CasePlan::Edge;
       p.seed = next_seed();

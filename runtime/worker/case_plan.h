@@ -41,13 +41,16 @@ struct PlanArg {
 // The plans, in protocol order: samples, fresh seeds x ranges, edge sizes,
 // specials, storage offset. Unknown specials and impossible edges are skipped
 // with a note. Seeds follow from `seed` and the plan's position.
+// sweep_growth: the sweep's cases above the captured size stay within that
+// many times the captured tensor's bytes (or 64 MiB); the memory plan lowers
+// it for huge calls (memory_plan.h).
 std::vector<CasePlan> plan_cases(const std::vector<PlanArg>& args, const json& samples, const Family& family,
-                                 uint64_t seed, std::vector<std::string>& notes);
+                                 uint64_t seed, std::vector<std::string>& notes, double sweep_growth = 4.0);
 
 // The extents a varying dim of `a` is verified at besides the captured one
 // (the package trusts the kernel up to the largest; plan_cases says more).
 std::vector<int64_t> sweep_sizes(const PlanArg& a, int64_t dim, const std::vector<int64_t>& edge_sizes,
-                                 std::vector<std::string>& notes);
+                                 std::vector<std::string>& notes, double growth = 4.0);
 
 // The specials the cases know how to make (cases.cpp, apply_special).
 bool known_special(const std::string& name);

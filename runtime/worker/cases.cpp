@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 
+#include "compare.h"
 #include "op_args_detail.h"
 
 namespace forge::worker {
@@ -150,12 +151,44 @@ void apply_special(Case& c, const std::string& special) {
 }  // namespace
 
 std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const Family& family, uint64_t seed,
-                                 std::vector<std::string>& notes) {
+                                 std::vector<std::string>& notes, double sweep_growth) {
   std::vector<PlanArg> args;
   for (const auto& a : spec.args)
     args.push_back({a.name, a.kind == ArgKind::Tensor, a.sizes,
                     a.kind == ArgKind::Tensor ? static_cast<int64_t>(c10::elementSize(a.dtype)) : 0});
-  return plan_cases(args, samples, family, seed, notes);
+  return plan_cases(args, samples, family, seed, notes, sweep_growth);
+}
+
+MemoryNeeds memory_needs(const OpSpec& spec) {
+  MemoryNeeds n;
+  std::vector<c10::IValue> args;
+  int64_t in_elems = 0;
+  for (const auto& a : spec.args) {
+    if (a.kind != ArgKind::Tensor) {
+      args.push_back(scalar_ivalue(a));
+      continue;
+    }
+    at::Tensor t = at::empty_strided(a.sizes, a.strides, at::TensorOptions().dtype(a.dtype).device(at::kMeta));
+    n.input_bytes += extent_bytes(a.sizes, a.strides, static_cast<int64_t>(c10::elementSize(a.dtype)));
+    in_elems += t.numel();
+    args.emplace_back(t);
+  }
+  int64_t out_elems = in_elems;
+  n.output_bytes = n.input_bytes;
+  try {
+    int64_t bytes = 0, elems = 0;
+    for (const auto& o : call_stock(spec, args, false))
+      if (o.defined()) {
+        bytes += tensor_bytes(o);
+        elems += o.numel();
+      }
+    n.output_bytes = bytes;
+    out_elems = elems;
+  } catch (const std::exception&) {
+    // No meta kernel: the outputs are taken to be as large as the inputs.
+  }
+  n.float64_bytes = 8 * (in_elems + out_elems);
+  return n;
 }
 
 Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, const std::string& samples_dir,

@@ -14,6 +14,7 @@
 #include "abi_views.h"
 #include "case_plan.h"
 #include "evaluator.h"
+#include "memory_plan.h"
 #include "op_spec.h"
 
 namespace forge::worker {
@@ -28,12 +29,17 @@ struct Case {
 
 // The plans of case_plan.h for the op's arguments.
 std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const Family& family, uint64_t seed,
-                                 std::vector<std::string>& notes);
+                                 std::vector<std::string>& notes, double sweep_growth = 4.0);
 
 // The value range of every integer tensor argument over the captured samples,
 // into family.arg_int_range ([min, max + 1)); arguments without a sample keep
 // the family's int_range.
 void sample_int_ranges(const OpSpec& spec, const json& samples, const std::string& samples_dir, Family& family);
+
+// The captured call's bytes, for the memory plan (memory_plan.h): its tensor
+// inputs, its outputs (the stock kernel on meta tensors; the inputs' bytes
+// where the op has no meta kernel) and both in float64.
+MemoryNeeds memory_needs(const OpSpec& spec);
 
 // Allocates (guarded or not) and fills the inputs of a plan.
 Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, const std::string& samples_dir,

@@ -23,6 +23,9 @@ using detail::fmt;
 
 double value_at(const at::Tensor& flat, int64_t i) { return flat[i].item<double>(); }
 
+// Elements compared at once: the float64 temporaries of a chunk take ~1 GB.
+constexpr int64_t kCompareChunk = int64_t(1) << 24;
+
 }  // namespace
 
 Tolerance tolerance_for(const Family& family, c10::ScalarType out, std::optional<c10::ScalarType> in) {
@@ -73,35 +76,48 @@ std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Te
                                         " at index " + index_text(ref.sizes(), i) + " " + where +
                                         " (exact match required)"};
   }
-  at::Tensor o = out.to(at::kDouble).reshape(-1);
-  at::Tensor r = ref.to(at::kDouble).reshape(-1);
-  at::Tensor fo = o.isfinite(), fr = r.isfinite();
-  at::Tensor same_special = (o.isnan() & r.isnan()) | o.eq(r);
-  at::Tensor bad_special = (fo.logical_not() | fr.logical_not()) & same_special.logical_not();
-  if (bad_special.any().item<bool>()) {
-    int64_t i = bad_special.nonzero().select(1, 0).min().item<int64_t>();
-    return Mismatch{"nan_mismatch", prefix + "got " + fmt(value_at(o, i)) + ", expected " + fmt(value_at(r, i)) +
-                                        " at index " + index_text(ref.sizes(), i) + " " + where +
-                                        " (NaN and inf must match the stock kernel exactly)"};
+  // In chunks, so the float64 temporaries stay small whatever the output's
+  // size; a violation is reported in the first chunk that has one.
+  const at::Tensor out_flat = out.reshape(-1), ref_flat = ref.reshape(-1);
+  const int64_t n = ref_flat.numel();
+  for (int64_t c0 = 0; c0 < n; c0 += kCompareChunk) {
+    const int64_t len = std::min(kCompareChunk, n - c0);
+    at::Tensor o = out_flat.narrow(0, c0, len).to(at::kDouble);
+    at::Tensor r = ref_flat.narrow(0, c0, len).to(at::kDouble);
+    at::Tensor fo = o.isfinite(), fr = r.isfinite();
+    at::Tensor both = fo & fr;
+    at::Tensor same_special = (o.isnan() & r.isnan()) | o.eq(r);
+    at::Tensor bad_special = both.logical_not() & same_special.logical_not();
+    at::Tensor err = (o - r).abs().masked_fill(both.logical_not(), 0.0);
+    at::Tensor rabs = r.abs();
+    at::Tensor rel = (err / rabs.clamp_min(static_cast<double>(FLT_MIN))).masked_fill(both.logical_not(), 0.0);
+    at::Tensor allowed = rabs * tol.rtol + tol.atol;
+    at::Tensor excess = err - allowed;
+    // Every figure in one device-to-host copy: on CUDA each read is a synchronize.
+    std::vector<at::Tensor> parts = {bad_special.any().to(at::kDouble), err.max(), rel.max(), excess.max()};
+    const bool has_tol = tol.atol > 0 || tol.rtol > 0;
+    if (has_tol) parts.push_back((err / allowed).masked_fill(allowed.eq(0), 0.0).max());
+    at::Tensor summary = at::stack(parts).cpu();
+    const double* f = summary.data_ptr<double>();
+    if (f[0] != 0) {
+      int64_t i = bad_special.nonzero().select(1, 0).min().item<int64_t>();
+      return Mismatch{"nan_mismatch", prefix + "got " + fmt(value_at(o, i)) + ", expected " + fmt(value_at(r, i)) +
+                                          " at index " + index_text(ref.sizes(), c0 + i) + " " + where +
+                                          " (NaN and inf must match the stock kernel exactly)"};
+    }
+    stats.worst_abs = std::max(stats.worst_abs, f[1]);
+    stats.worst_rel = std::max(stats.worst_rel, f[2]);
+    if (has_tol) stats.worst_tol = std::max(stats.worst_tol, f[4]);
+    if (!(f[3] > 0)) continue;
+    // Report the element furthest outside its tolerance.
+    int64_t i = excess.argmax().item<int64_t>();
+    return Mismatch{"wrong_result", prefix + "max abs err " + fmt(value_at(err, i)) + " (rel " +
+                                        fmt(value_at(rel, i)) + ") at index " + index_text(ref.sizes(), c0 + i) +
+                                        " " + where + ": got " + fmt(value_at(o, i), 9) + ", expected " +
+                                        fmt(value_at(r, i), 9) + " (atol " + fmt(tol.atol) + ", rtol " +
+                                        fmt(tol.rtol) + ")"};
   }
-  at::Tensor both = fo & fr;
-  at::Tensor err = (o - r).abs().masked_fill(both.logical_not(), 0.0);
-  at::Tensor rabs = r.abs();
-  at::Tensor rel = (err / rabs.clamp_min(static_cast<double>(FLT_MIN))).masked_fill(both.logical_not(), 0.0);
-  stats.worst_abs = std::max(stats.worst_abs, err.max().item<double>());
-  stats.worst_rel = std::max(stats.worst_rel, rel.max().item<double>());
-  at::Tensor allowed = rabs * tol.rtol + tol.atol;
-  if (tol.atol > 0 || tol.rtol > 0)
-    stats.worst_tol = std::max(stats.worst_tol, (err / allowed).masked_fill(allowed.eq(0), 0.0).max().item<double>());
-  at::Tensor excess = err - allowed;
-  at::Tensor viol = excess.gt(0);
-  if (!viol.any().item<bool>()) return std::nullopt;
-  // Report the element furthest outside its tolerance.
-  int64_t i = excess.argmax().item<int64_t>();
-  return Mismatch{"wrong_result", prefix + "max abs err " + fmt(value_at(err, i)) + " (rel " + fmt(value_at(rel, i)) +
-                                      ") at index " + index_text(ref.sizes(), i) + " " + where + ": got " +
-                                      fmt(value_at(o, i), 9) + ", expected " + fmt(value_at(r, i), 9) + " (atol " +
-                                      fmt(tol.atol) + ", rtol " + fmt(tol.rtol) + ")"};
+  return std::nullopt;
 }
 
 std::optional<std::string> first_bit_difference(const at::Tensor& a, const at::Tensor& b) {

@@ -7,6 +7,7 @@
 // Streams are passed as `void*` (a cudaStream_t on CUDA, ignored on the CPU).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -51,6 +52,10 @@ class Device {
   // several 1 GiB copies timed with events). CPU: 0 (the evaluator measures it
   // with torch's multi-threaded copy).
   virtual double copy_ceiling() = 0;
+
+  // Bytes free for this process's allocations now: CUDA, cudaMemGetInfo's
+  // free; CPU, /proc/meminfo's MemAvailable. 0 when unknown.
+  virtual int64_t free_bytes() = 0;
 };
 
 // flush_buffer false: flush_caches() does nothing (the runner: the judge flushes).

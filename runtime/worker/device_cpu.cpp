@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -77,6 +78,16 @@ class CpuDevice final : public Device {
   std::string capture(void*, const std::function<void()>&) override { return {}; }
   std::string replay(void*) override { return {}; }
   double copy_ceiling() override { return 0.0; }
+  int64_t free_bytes() override {
+    std::FILE* f = std::fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+    std::fclose(f);
+    return static_cast<int64_t>(kb) * 1024;
+  }
 
  private:
   std::vector<unsigned char> m_flush;

@@ -135,6 +135,12 @@ class CudaDevice final : public Device {
     return {};
   }
 
+  int64_t free_bytes() override {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+    return static_cast<int64_t>(free);
+  }
+
   double copy_ceiling() override {
     const size_t bytes = size_t(1) << 30;
     void* src = nullptr;

@@ -10,6 +10,7 @@
 #endif
 
 #include <ATen/ATen.h>
+#include <ATen/DeviceAccelerator.h>
 #include <ATen/Parallel.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #if __has_include(<torch/headeronly/version.h>)
@@ -22,6 +23,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -49,6 +52,60 @@ struct PrivateCopy {
 struct ArenaScope {
   explicit ArenaScope(Arena* a) { set_exchange_arena(a); }
   ~ArenaScope() { set_exchange_arena(nullptr); }
+};
+
+// The judge's own memory during one evaluation (the arena apart): CUDA, the
+// caching allocator's peak since the evaluation started, its cache emptied
+// at the end (the next evaluation's arena is a cudaMalloc of its own); CPU,
+// the peak resident set since the start, which includes the arena pages the
+// judge wrote.
+class HeldMemory {
+ public:
+  HeldMemory(bool cuda, int device) : m_cuda(cuda), m_device(static_cast<c10::DeviceIndex>(device)) {
+#if defined(FORGE_WORKER_CUDA) && (TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 9)
+    if (m_cuda) {
+      at::accelerator::resetPeakStats(m_device);
+      m_start = at::accelerator::getDeviceStats(m_device).allocated_bytes[0].current;
+      return;
+    }
+#endif
+    if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {  // resets VmHWM
+      std::fputs("5", f);
+      std::fclose(f);
+    }
+    m_start = status_kb("VmRSS:") * 1024;
+  }
+  ~HeldMemory() {
+#if defined(FORGE_WORKER_CUDA) && (TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 9)
+    if (m_cuda) at::accelerator::emptyCache();
+#endif
+  }
+  int64_t judge_peak() const {
+#if defined(FORGE_WORKER_CUDA) && (TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 9)
+    if (m_cuda) return at::accelerator::getDeviceStats(m_device).allocated_bytes[0].peak - m_start;
+#endif
+    if (m_cuda) return 0;
+    return std::max<int64_t>(0, status_kb("VmHWM:") * 1024 - m_start);
+  }
+
+ private:
+  static int64_t status_kb(const char* key) {
+    std::FILE* f = std::fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    long long kb = 0;
+    const size_t n = std::strlen(key);
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, key, n) == 0) {
+        kb = std::atoll(line + n);
+        break;
+      }
+    std::fclose(f);
+    return static_cast<int64_t>(kb);
+  }
+  bool m_cuda;
+  c10::DeviceIndex m_device;
+  int64_t m_start = 0;
 };
 
 class TorchEvaluator final : public Evaluator {
@@ -152,20 +209,25 @@ class TorchEvaluator final : public Evaluator {
   }
 
   // The CPU arena is sparse: a large capacity costs only the pages written.
-  // A CUDA arena is memory held: sized from the cases, grown on a retry.
-  static int64_t arena_capacity(const OpSpec& spec, int attempt) {
-    int64_t largest = 0;
+  // A CUDA arena is memory held: the candidate-visible buffers of the memory
+  // plan (memory_plan.h) at their peak, the guards of a sweep case's buffers,
+  // and slack; grown on a retry, never past the plan's limit.
+  static int64_t arena_capacity(const OpSpec& spec, const MemoryPlan& mem, int attempt) {
+    if (!spec.cuda) return int64_t(64) << 30;
+    int64_t largest = 0, buffers = 1;  // the workspace
     for (const auto& a : spec.args)
       if (a.kind == ArgKind::Tensor) {
         int64_t n = static_cast<int64_t>(c10::elementSize(a.dtype));
         for (int64_t s : a.sizes) n *= s;
-        largest += n;
+        largest = std::max(largest, n);
+        ++buffers;
       }
-    if (!spec.cuda) return int64_t(64) << 30;
-    // Three timed copies of inputs and outputs, guards, the size sweep's
-    // largest case (4x) twice over, and slack.
-    const int64_t guess = 24 * largest + (int64_t(1) << 30);
-    return guess << attempt;
+    buffers += 2;  // outputs
+    const int64_t guard = std::min<int64_t>(largest + kGuardBytes, int64_t(256) << 20);
+    const double sets = std::max(2.0 * mem.sweep_growth, static_cast<double>(mem.bench_copies + 1));
+    const int64_t guess = static_cast<int64_t>(sets * static_cast<double>(mem.io_bytes)) + 4 * buffers * guard +
+                          (int64_t(1) << 30);
+    return std::min(guess << attempt, std::max(mem.limit_bytes, guess));
   }
 
   Outcome evaluate_impl(const json& req) {
@@ -209,6 +271,8 @@ class TorchEvaluator final : public Evaluator {
     out.reply["id"] = id;
     json bench;
     double verify_seconds = -1, bench_start = -1;  // stage costs (docs/PERF.md)
+    json phases;  // the judge's phases (judge.h, Phases)
+    json memory;  // the memory plan and what was held (memory_plan.h)
     auto finish = [&](const std::string& verdict, const std::string& reason, const std::string& detail) {
       out.reply["verdict"] = verdict;
       out.reply["reason"] = reason;
@@ -221,13 +285,26 @@ class TorchEvaluator final : public Evaluator {
       }
       if (!notes.empty()) out.reply["notes"] = notes;
       if (mode == "race") out.reply["mode"] = mode;
+      if (!phases.is_null()) out.reply["phase_seconds"] = phases;
+      if (!memory.is_null()) out.reply["memory"] = memory;
       out.reply["seconds"] = seconds_since(t_start);
       return out;
     };
 
     if (!spec.abi_problem.empty()) return finish("rejected", "abi_mismatch", spec.abi_problem);
 
-    std::vector<CasePlan> plans = plan_cases(spec, samples, family, seed, notes);
+    // What this evaluation may hold (memory_plan.h), from the device's free
+    // memory now; a call too large to verify here is refused before anything
+    // is allocated.
+    MemoryNeeds needs = memory_needs(spec);
+    needs.free_bytes = dev.free_bytes();
+    const MemoryPlan mem = plan_memory(needs);
+    if (!mem.refused.empty()) throw RequestError("not enough memory to evaluate " + spec.name + ": " + mem.refused);
+    for (const auto& n : mem.notes) notes.push_back(n);
+    memory = {{"io_bytes", mem.io_bytes}, {"limit_bytes", mem.limit_bytes}, {"planned_bytes", mem.need_bytes},
+              {"free_bytes", needs.free_bytes}, {"bench_copies", mem.bench_copies}};
+
+    std::vector<CasePlan> plans = plan_cases(spec, samples, family, seed, notes, mem.sweep_growth);
     if (plans.empty()) throw RequestError("no verification cases: no samples and no family.verify.ranges");
 
     // A fast first filter; the runner's sandbox does not depend on it.
@@ -248,11 +325,12 @@ class TorchEvaluator final : public Evaluator {
     // The exchange arena, then the runner: attach, load (sandboxed).
     std::unique_ptr<Arena> arena;
 #if defined(FORGE_WORKER_CUDA)
-    arena = spec.cuda ? make_cuda_arena(arena_capacity(spec, attempt), m_opt.device_index)
-                      : make_cpu_arena(arena_capacity(spec, attempt));
+    arena = spec.cuda ? make_cuda_arena(arena_capacity(spec, mem, attempt), m_opt.device_index)
+                      : make_cpu_arena(arena_capacity(spec, mem, attempt));
 #else
-    arena = make_cpu_arena(arena_capacity(spec, attempt));
+    arena = make_cpu_arena(arena_capacity(spec, mem, attempt));
 #endif
+    HeldMemory held(spec.cuda, m_opt.device_index);
     std::mt19937_64 rng(seed ^ (static_cast<uint64_t>(::getpid()) << 20) ^
                         static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
     set_guard_byte(static_cast<uint8_t>(0x81 + rng() % 0x7D));  // 0x81..0xFD: no 0, 0xFF or ASCII
@@ -280,8 +358,19 @@ class TorchEvaluator final : public Evaluator {
     {
       ArenaScope scope(arena.get());
       Session session(*runner, *arena, dev, stream, call_timeout, loaded.reply.threads);
-      Judge judge{spec,  family, family_json, samples, samples_dir, session, dev, stream, notes, verify_record,
-                  std::mt19937_64(rng()), in_dtype};
+      Judge judge{spec,  family,
+                  family_json,
+                  samples,
+                  samples_dir,
+                  session,
+                  dev,
+                  stream,
+                  notes,
+                  verify_record,
+                  std::mt19937_64(rng()),
+                  in_dtype,
+                  Phases(dev, stream),
+                  mem};
       const double verify_start = seconds_since(t_start);
       {
         // The judge's torch work during verification on one thread: idle
@@ -293,6 +382,7 @@ class TorchEvaluator final : public Evaluator {
           failed = verify_cases(judge, {plans.front()});
         } else {
           failed = verify_cases(judge, plans);
+          judge.phases.enter("threads");
           if (!failed) failed = verify_concurrent_calls(judge, plans.front());
         }
         if (at::get_num_threads() != saved) at::set_num_threads(saved);
@@ -300,10 +390,19 @@ class TorchEvaluator final : public Evaluator {
       verify_seconds = seconds_since(t_start) - verify_start;
       if (!failed) {
         bench_start = seconds_since(t_start);
+        judge.phases.enter("bench");
         json timed;
         failed = benchmark(judge, plans.front(), bench_req, ceiling(spec.cuda ? "cuda" : "cpu"), timed);
         if (!failed) bench = timed;
       }
+      judge.phases.enter(nullptr);
+      phases = judge.phases.record();
+      phases["setup"] = verify_start;
+      const int64_t peak = arena->peak() + held.judge_peak();
+      memory["arena_capacity_bytes"] = arena->capacity();
+      memory["arena_peak_bytes"] = arena->peak();
+      memory["judge_peak_bytes"] = held.judge_peak();
+      memory["peak_multiple"] = mem.io_bytes > 0 ? static_cast<double>(peak) / static_cast<double>(mem.io_bytes) : 0.0;
     }
     // The runner's orderly end: a forged reply still queued, or an early
     // death, rejects the candidate even when every check passed.

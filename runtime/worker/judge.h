@@ -4,6 +4,8 @@
 // order. Torch-linked; internal to the worker.
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -11,6 +13,7 @@
 
 #include "device.h"
 #include "evaluator.h"
+#include "memory_plan.h"
 #include "op_args.h"
 #include "runner_client.h"
 
@@ -82,6 +85,27 @@ class Session {
   int m_threads;
 };
 
+// Where an evaluation's time goes (the reply's verify.phase_seconds): each
+// phase's seconds, summed over cases. On CUDA the judge's queued work lands
+// in whichever phase synchronizes next, unless FORGE_WORKER_PHASE_SYNC=1
+// makes every phase end with a device synchronize (a diagnostic: slower).
+class Phases {
+ public:
+  Phases(Device& dev, void* stream);
+  // Ends the running phase (if any) and starts `name`; nullptr: none runs.
+  void enter(const char* name);
+  const char* current() const { return m_name; }
+  json record() const;
+
+ private:
+  Device& m_dev;
+  void* m_stream;
+  bool m_sync;
+  const char* m_name = nullptr;
+  std::chrono::steady_clock::time_point m_t0;
+  std::map<std::string, double> m_seconds;
+};
+
 // What verify and benchmark share for one evaluation.
 struct Judge {
   const OpSpec& spec;
@@ -96,6 +120,8 @@ struct Judge {
   json& record;             // the reply's "verify"
   std::mt19937_64 rng;      // poison patterns, call order, content offsets
   std::optional<c10::ScalarType> in_dtype;  // the first floating input's dtype
+  Phases phases;
+  const MemoryPlan& memory;  // what the evaluation may hold (memory_plan.h)
 
   uint64_t draw() { return rng(); }
 };

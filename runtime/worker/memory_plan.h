@@ -1,0 +1,53 @@
+// How much memory one evaluation may hold, and what it gives up to stay within
+// it (docs/WORKER.md, "Memory"). Torch-free: forge's unit tests check it.
+//
+// An evaluation holds at most kMultiple times the bytes (inputs plus outputs)
+// of the largest call it verifies, plus kSlack, and never more than
+// kFreeShare of the memory free on its device when it starts. The largest
+// call is the size sweep's top, 4x the captured call where memory allows
+// (the package accepts calls up to what was verified). In multiples of a
+// call's bytes, the full protocol holds: verification 4 plus the float64
+// reference's share (the case, its copy at other addresses, the stock
+// reference and its inputs, the snapshots); the benchmark 3 plus its
+// rotating copies. When the captured call does not fit, the evaluation gives
+// up, in order: the rotating copies (one is left), then the float64
+// reference and the run at other addresses for calls of the captured size
+// and larger; the sweep stops below 4x where free memory ends; and when even
+// the captured call's verification does not fit, it is refused.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace forge::worker {
+
+constexpr int64_t kMultiple = 8;
+constexpr int64_t kSlack = int64_t(2) << 30;  // guards, the judge's small tensors, the allocator's rounding
+constexpr double kFreeShare = 0.9;
+
+struct MemoryNeeds {
+  int64_t input_bytes = 0;   // the captured call's tensor inputs
+  int64_t output_bytes = 0;  // its outputs, as the stock kernel returns them
+  int64_t float64_bytes = 0; // its inputs and outputs in float64 (the accuracy reference)
+  int64_t free_bytes = 0;    // free on the device (host: MemAvailable); 0: unknown
+};
+
+struct MemoryPlan {
+  int64_t io_bytes = 0;       // inputs + outputs
+  int64_t limit_bytes = 0;    // what the evaluation may hold
+  int64_t need_bytes = 0;     // what the chosen protocol holds at its peak (the model above)
+  int bench_copies = 3;       // rotating copies of the timed call's buffers
+  bool float64_large = true;  // float64 reference for calls of the captured size and larger
+  bool moved_large = true;    // run 4 (other addresses) for calls of the captured size and larger
+  double sweep_growth = 4;    // the size sweep's largest case, in multiples of the captured call's bytes
+  std::string refused;        // non-empty: the evaluation cannot run here, and why
+  std::vector<std::string> notes;
+};
+
+MemoryPlan plan_memory(const MemoryNeeds& needs);
+
+// Gigabytes, for messages ("12.9 GB").
+std::string gigabytes(int64_t bytes);
+
+}  // namespace forge::worker

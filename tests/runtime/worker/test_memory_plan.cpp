@@ -1,0 +1,80 @@
+// What an evaluation may hold (runtime/worker/memory_plan.h): the full
+// protocol for ordinary calls, fewer copies and no float64 reference for huge
+// ones, a refusal with the sizes when even that does not fit, and the size
+// sweep held to what is left.
+#include <doctest/doctest.h>
+
+#include "runtime/worker/case_plan.h"
+#include "runtime/worker/memory_plan.h"
+
+namespace forge::worker {
+
+TEST_SUITE_BEGIN("runtime::MemoryPlan");
+
+namespace {
+constexpr int64_t GB = 1000 * 1000 * 1000;
+
+MemoryNeeds fp32_call(int64_t in, int64_t out, int64_t free) {
+  return MemoryNeeds{in, out, 2 * (in + out), free};
+}
+}  // namespace
+
+TEST_CASE("an ordinary call gets the full protocol within the stated multiple") {
+  MemoryPlan p = plan_memory(fp32_call(256 << 10, 256 << 10, 140 * GB));
+  CHECK(p.refused.empty());
+  CHECK(p.bench_copies == 3);
+  CHECK(p.float64_large);
+  CHECK(p.moved_large);
+  CHECK(p.sweep_growth == doctest::Approx(4.0));
+  CHECK(p.limit_bytes == 4 * kMultiple * p.io_bytes + kSlack);
+  CHECK(p.need_bytes <= p.limit_bytes);
+  CHECK(p.notes.empty());
+}
+
+TEST_CASE("KernelBench's softmax (4096 x 393216 fp32) on an H200 fits, its sweep held at the captured size") {
+  const int64_t bytes = int64_t(4096) * 393216 * 4;
+  MemoryPlan p = plan_memory(fp32_call(bytes, bytes, 140 * GB));
+  CHECK(p.refused.empty());
+  CHECK(p.need_bytes <= p.limit_bytes);
+  CHECK(p.limit_bytes <= static_cast<int64_t>(kFreeShare * 140 * GB));
+  CHECK(p.sweep_growth > 1.0);
+  CHECK(p.sweep_growth < 2.0);
+}
+
+TEST_CASE("a call too large for all copies gives them up, then the float64 reference, then is refused") {
+  // 12 GB in, 12 GB out on a 24 GB machine: refused, the message naming the sizes.
+  MemoryPlan big = plan_memory(fp32_call(12 * GB, 12 * GB, 20 * GB));
+  CHECK(big.bench_copies == 1);
+  CHECK_FALSE(big.float64_large);
+  REQUIRE_FALSE(big.refused.empty());
+  CHECK(big.refused.find("24.0 GB") != std::string::npos);
+  CHECK(big.refused.find("20.0 GB free") != std::string::npos);
+  // 1 GB in and out with 12 GB free: one copy, no float64 at the captured size, accepted.
+  MemoryPlan mid = plan_memory(fp32_call(GB, GB, 12 * GB));
+  CHECK(mid.refused.empty());
+  CHECK(mid.bench_copies == 1);
+  CHECK_FALSE(mid.float64_large);
+  CHECK(mid.need_bytes <= mid.limit_bytes);
+  CHECK(mid.notes.size() >= 2);
+}
+
+TEST_CASE("the size sweep stays within the plan's growth") {
+  PlanArg x{"self", true, {4096, 1000}, 4};
+  std::vector<std::string> notes;
+  auto sizes = sweep_sizes(x, 0, {}, notes, 4.0);
+  CHECK(sizes.back() == 4 * 4096);
+  notes.clear();
+  sizes = sweep_sizes(x, 0, {}, notes, 1.0);
+  // 4096 x 1000 fp32 is 16 MB, below the 64 MiB every sweep may use: 4x stays.
+  CHECK(sizes.back() == 4 * 4096);
+  PlanArg huge{"self", true, {4096, 393216}, 4};
+  notes.clear();
+  sizes = sweep_sizes(huge, 0, {}, notes, 1.0);
+  CHECK(sizes.back() < 4096);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0].find("left out") != std::string::npos);
+}
+
+TEST_SUITE_END();
+
+}  // namespace forge::worker
