@@ -92,6 +92,12 @@ def one_problem(a, env, stem, path, limit):
     d = project.write(a.workdir, stem, path, a.scale, a.device, a.budget, a.budget_seconds, a.top, a.max_input_mb)
     print("== %s (%s): forge build, limit %d s" % (stem, cls, limit), flush=True)
     report, rc, err = forge_build(a.forge, d, limit)
+    if report is None:  # killed outright: what the store holds, from `forge status`
+        st = subprocess.run([a.forge, "-C", d, "--json", "status", "--all"], capture_output=True, text=True, timeout=120)
+        try:
+            report = dict(json.loads(st.stdout), interrupted=True, notes=["build killed: status of the store"])
+        except ValueError:
+            pass
     store = os.path.join(d, ".forge")
     rows = forge_report.target_rows(report, store) if report else []
     why = forge_report.reason(report, rows, rc, err)
