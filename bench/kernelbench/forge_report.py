@@ -93,11 +93,12 @@ def reason(report, rows, rc, stderr):
     top = rows[0]
     if top["selection"] != "selected":
         return "%s: %s" % (top["selection"], top["why"] or "")
+    stopped = ["interrupted at the time limit"] if report.get("interrupted") else []
     if not top["kernel"]:
-        return "no kernel accepted in %s iterations: outcomes %s%s" % (
+        # The search's own notes on this target (a worker that did not build, a failed search).
+        notes = [n for n in report.get("notes", []) if top["target"] in n or "worker" in n]
+        return "; ".join(stopped + ["no kernel accepted in %s iterations: outcomes %s%s" % (
             top["iterations"], json.dumps(top["outcomes"], sort_keys=True),
-            " rejections " + json.dumps(top["rejections"], sort_keys=True) if top["rejections"] else "")
+            " rejections " + json.dumps(top["rejections"], sort_keys=True) if top["rejections"] else "")] + notes)
     notes = [n for n in report.get("notes", []) if n.startswith("package:")]
-    if report.get("interrupted"):
-        notes.insert(0, "interrupted at the time limit")
-    return "; ".join(notes) or "not shipped (no package note)"
+    return "; ".join(stopped + notes) or "not shipped (no package note)"

@@ -107,4 +107,10 @@ def table(lines):
 if __name__ == "__main__":  # python3 bench/kernelbench/results.py FILE...: one table over shards' files
     import json
     import sys
-    print(table([json.loads(l) for f in sys.argv[1:] for l in open(f) if '"kernelbench"' in l]))
+    latest = {}  # a problem run again (--redo): its last line
+    for f in sys.argv[1:]:
+        for text in open(f):
+            if '"kernelbench"' in text:
+                x = json.loads(text)
+                latest[x["problem"]] = x
+    print(table(list(latest.values())))

@@ -51,6 +51,7 @@ def args():
     ap.add_argument("--workdir", default="/tmp/forge-kernelbench")
     ap.add_argument("--results", help="results file (default: $OUT or bench/results, SCHEMA.md's name)")
     ap.add_argument("--resume-from", nargs="*", default=[], help="earlier results files: their problems are skipped")
+    ap.add_argument("--redo", action="store_true", help="run the selected problems even if a results file has them")
     ap.add_argument("--iters", type=int, default=30, help="timed calls per process end to end")
     ap.add_argument("--pairs", type=int, default=2, help="alternating eager pairs")
     ap.add_argument("--compile-modes", default="default,max-autotune-no-cudagraphs")
@@ -132,7 +133,7 @@ def main():
     env = results.environment(a.device, command)
     out = a.results or os.path.join(os.environ.get("OUT") or os.path.join(results.ROOT, "bench", "results"),
                                     results.file_name(env, a.device))
-    skip = set().union(*(problems.done(f) for f in [out] + a.resume_from))
+    skip = set() if a.redo else set().union(*(problems.done(f) for f in [out] + a.resume_from))
     lines, left = [], []
     for n, stem, path in todo:
         pid = "level%d/%s" % (a.level, stem)

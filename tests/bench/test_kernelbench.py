@@ -9,6 +9,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "kernelbench"))
 import classify  # noqa: E402
+import forge_report  # noqa: E402
 import measure  # noqa: E402
 import model_script  # noqa: E402
 import problems  # noqa: E402
@@ -148,6 +149,29 @@ class Table(unittest.TestCase):
         self.assertIn("budget: {iterations: 5, seconds: 0}", text)
         self.assertIn("device: {backend: cpu}", text)
         self.assertIn("OMP_NUM_THREADS: '1'", text)
+
+
+class Reasons(unittest.TestCase):
+    def rows(self, **kw):
+        r = {"target": "m/_softmax/1", "selection": "selected", "why": None, "kernel": None, "shipped": False,
+             "iterations": 0, "outcomes": {}, "rejections": None}
+        r.update(kw)
+        return [r]
+
+    def test_forge_words(self):
+        self.assertIsNone(forge_report.reason({}, self.rows(kernel="rows_3pass", shipped=True), 0, ""))
+        self.assertEqual(forge_report.reason({}, self.rows(selection="no_proposer", why="nearest: x"), 0, ""),
+                         "no_proposer: nearest: x")
+        stopped = {"interrupted": True, "notes": ["search of m/_softmax/1 failed: the evaluation worker is not built",
+                                                  "package: no accepted kernel yet"]}
+        self.assertEqual(forge_report.reason(stopped, self.rows(), 130, ""),
+                         "interrupted at the time limit; no kernel accepted in 0 iterations: outcomes {}; "
+                         "search of m/_softmax/1 failed: the evaluation worker is not built")
+        oom = self.rows(iterations=4, outcomes={"rejected": 4}, rejections={"out of memory": 4})
+        self.assertIn('rejections {"out of memory": 4}', forge_report.reason({}, oom, 0, ""))
+        self.assertIn("capture failed: timeout",
+                      forge_report.reason({"models": {"m": {"status": "failed", "reason": "timeout"}}}, [], 1, ""))
+        self.assertIn("no report: boom", forge_report.reason(None, [], 2, "boom"))
 
 
 if __name__ == "__main__":
