@@ -59,7 +59,8 @@ def args():
     ap.add_argument("--deadline", type=int, default=0, help="seconds for the whole run: no problem starts "
                     "within --reserve of it (0 = none)")
     ap.add_argument("--reserve", type=int, default=150, help="seconds a problem's measuring needs after its build")
-    ap.add_argument("--keep-stores", action="store_true", help="keep each project's .forge (default: samples dropped)")
+    ap.add_argument("--keep-stores", action="store_true",
+                    help="keep each project's .forge (default: its small files in store.tgz, the rest removed)")
     return ap.parse_args()
 
 
@@ -112,8 +113,11 @@ def one_problem(a, env, stem, path, limit):
     modes = [m for m in a.compile_modes.split(",") if m]
     e2e = measure.end_to_end(run, package, a.pairs, modes)
     ceiling = forge_report.copy_ceiling(report or {})
-    if not a.keep_stores:  # samples can be GBs: the records stay, the inputs go
-        subprocess.run("rm -rf %s/capture*/samples %s/tmp" % (shlex.quote(store), shlex.quote(store)), shell=True)
+    if not a.keep_stores and os.path.isdir(store):
+        # Captured inputs are store objects of up to GBs: the store's small files
+        # (records, sources, package.json) stay in store.tgz, the store goes.
+        subprocess.run("cd %s && find . -type f -size -256k -print0 | tar czf ../store.tgz --null -T - && cd .. "
+                       "&& rm -rf .forge" % shlex.quote(store), shell=True)
     return results.line(env, "level%d/%s" % (a.level, stem), cls, classify.compute_calls(ops), a.scale, a.budget,
                         rows, e2e, ceiling, why, {"build": round(build_s), "total": round(time.time() - t0)})
 
