@@ -42,6 +42,8 @@ REQUIRED = {
     "package_case": ("case", "rc", "forged", "fallback", "max_error"),
     "design": ("family", "design", "status", "result"),
     "profile": ("model", "plain", "package"),
+    "kernelbench": ("problem", "class", "shipped", "reason", "targets", "eager_ms", "forge_ms", "compile_ms",
+                    "compile_forge_ms", "floor_ms"),
 }
 DASH = "—"
 
