@@ -64,6 +64,8 @@ class HeldMemory {
   HeldMemory(bool cuda, int device) : m_cuda(cuda), m_device(static_cast<c10::DeviceIndex>(device)) {
 #if defined(FORGE_WORKER_CUDA) && (TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 9)
     if (m_cuda) {
+      // The allocator knows a device once it has allocated on it.
+      at::empty({1}, at::TensorOptions().device(at::kCUDA, m_device));
       at::accelerator::resetPeakStats(m_device);
       m_start = at::accelerator::getDeviceStats(m_device).allocated_bytes[0].current;
       return;
