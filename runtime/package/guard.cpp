@@ -234,7 +234,13 @@ extern "C" int forge_guard_judge(const void* guard, const char* call_json, char*
     const auto& formal = g.spec.op->schema().arguments();
     // More arguments than the schema has: outside (the count differs from the spec's).
     std::vector<Owned> owned(std::max(call.size(), formal.size()));
-    for (size_t i = 0; i < call.size(); ++i) read_arg(call[i], owned[i]);
+    for (size_t i = 0; i < call.size(); ++i) {
+      read_arg(call[i], owned[i]);
+      // A Python int for a float parameter: a float, as the dispatcher converts it for the override.
+      CallArg& a = owned[i].arg;
+      if (i < formal.size() && a.kind == CallKind::Int && formal[i].type()->kind() == c10::TypeKind::FloatType)
+        a.kind = CallKind::Float, a.f = static_cast<double>(a.i);
+    }
     // Trailing arguments left out: their schema defaults, as the dispatcher passes them.
     c10::SmallVector<int64_t, 16> ints;
     for (size_t i = call.size(); i < formal.size(); ++i) {

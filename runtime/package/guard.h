@@ -99,8 +99,9 @@ void forge_guard_free(void* guard);
 // NaN and infinities travel), {"kind": "bool", "value": B}, {"kind": "int[]",
 // "value": [...]}, {"kind": "ScalarType", "value": NAME}, {"kind": "str",
 // "value": S}, {"kind": "other"}. Dtype names are dtypes.h's (torch's own).
-// Trailing arguments the call leaves out take their schema defaults, as the
-// dispatcher gives them to the override. Returns 1 inside, 0 outside, 2 inside
+// Trailing arguments the call leaves out take their schema defaults, and an
+// int given for a float parameter is that float, as the dispatcher gives them
+// to the override. Returns 1 inside, 0 outside, 2 inside
 // but for the thread count, -1 for a malformed description (`error` says why).
 int forge_guard_judge(const void* guard, const char* call_json, char* error, size_t error_size);
 }
