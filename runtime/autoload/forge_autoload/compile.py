@@ -174,7 +174,9 @@ def _warn_once(msg):
 def _inside(guard, args):
     try:
         return guard.inside(args)
-    except ValueError as e:  # a description the library cannot read: Inductor's code
+    # A description the library cannot read, or a size no trace may read (an
+    # unbacked SymInt): Inductor's code, which is never wrong, only slower.
+    except Exception as e:
         _warn_once("%s: not routed under torch.compile: %s" % (guard.target, e))
         return False
 
