@@ -5,7 +5,9 @@
 // (dtypes_torch.h) from the same rows.
 //
 // The names are torch's Python attribute names (torch.float32, torch.bfloat16),
-// so the Python side maps a name with getattr(torch, name) and keeps no table.
+// so the Python side keeps no table: it names a dtype as str(dtype) does, less
+// "torch." (compile.py, for libforge.so's guard), or maps a name with
+// getattr(torch, name).
 #pragma once
 
 #include <cstdint>

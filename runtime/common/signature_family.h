@@ -16,11 +16,12 @@
 //   - the worker (runtime/worker): parse_family() reads it, the edge cases
 //     sweep each varied dim and set its pinned ints (cases.cpp), the verify
 //     record reports vary_max;
-//   - libforge.so's guard (runtime/package/override.cpp): matches() calls the
-//     pieces below per argument, and within_verified() last.
-// The Python twin for the torch.compile routing is compile.py's _matches and
-// _within_verified (runtime/autoload/forge_autoload/compile.py), run against the
-// same cases as this file by tests/rules/package/test_vary_bound.cpp.
+//   - libforge.so's guard (runtime/package/guard.cpp): judge() calls the
+//     pieces below per argument, and within_verified() last. The same guard
+//     decides the torch.compile routing: compile.py
+//     (runtime/autoload/forge_autoload) calls it in libforge.so through ctypes
+//     and keeps no rule of its own (tests/runtime/package/test_guard_torch.cpp
+//     checks that the routing and the ATen override agree).
 //
 // Dims count from 0: the guard takes no negative dim (the worker's sweep
 // reads one from the end, so such an entry is verified but never matched).

@@ -4,18 +4,16 @@
 // package` puts a copy next to package.json and the kernels' own .so files.
 // Loading it (torch.ops.load_library, forge run, or linking) reads
 // package.json beside it and registers, per overridden op, one boxed kernel at
-// aten's CPU or CUDA key. That kernel tries each forged entry's guard (the
-// signature family the kernel was verified for, its varied dims no larger
-// than the worker verified: runtime/common/signature_family.h) and
-// runs the first that matches; everything else, a CPU call in a process
-// with more intra-op threads than stock had when the kernel beat it, and any
-// kernel that returns nonzero, go to the stock kernel (stock.cpp). The
-// kernels are the very shared objects the worker verified, not a
-// recompilation.
+// aten's CPU or CUDA key. That kernel tries each forged entry's guard (guard.h:
+// the signature family the kernel was verified for, its varied dims no larger
+// than the worker verified, runtime/common/signature_family.h; the same code
+// decides compile.py's torch.compile routing) and runs the first that
+// matches; everything else, a CPU call in a process with more intra-op
+// threads than stock had when the kernel beat it, and any kernel that returns
+// nonzero, go to the stock kernel (stock.cpp). The kernels are the very
+// shared objects the worker verified, not a recompilation.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <c10/core/GradMode.h>
 #include <torch/library.h>
 #ifdef FORGE_PACKAGE_CUDA
 #include <c10/cuda/CUDAStream.h>
@@ -42,12 +40,11 @@
 
 #include "../common/signature_family.h"
 #include "../worker/op_args.h"
+#include "guard.h"
 #include "stock.h"
 
 namespace forge::package {
 namespace fs = std::filesystem;
-using worker::ArgKind;
-using worker::ArgSpec;
 using json = nlohmann::ordered_json;
 
 namespace {
@@ -97,11 +94,9 @@ using WorkspaceFn = int64_t (*)(const forge_call*);
 // One forged kernel and the signature family it may be trusted with.
 struct Entry {
   std::string target, signature, strategy;
-  worker::OpSpec spec;  // the captured arguments
-  family::SignatureFamily sig;  // vary, pins, contiguous, vary_outputs
-  // The extents of each vary entry the worker verified: 1..vary_max, or the
-  // captured extent alone for an entry packaged without vary_max.
-  std::vector<family::VaryBound> verified;
+  Guard guard;  // the captured arguments, the signature family, its bound, stock_threads
+  const worker::OpSpec& spec() const { return guard.spec; }
+  const family::SignatureFamily& sig() const { return guard.sig; }
   struct Output {
     c10::ScalarType dtype;
     std::vector<int64_t> sizes, strides;
@@ -112,9 +107,6 @@ struct Entry {
   KernelFn kernel = nullptr;
   WorkspaceFn workspace = nullptr;
   worker::Family family;  // tolerances, for FORGE_PACKAGE_CHECK
-  // CPU: the intra-op threads stock had when this kernel beat it (0: any).
-  // The kernel is single-threaded, so with more, stock may well be faster.
-  int stock_threads = 0;
   std::atomic<long> forged{0}, kernel_errors{0}, checked{0}, mismatches{0}, more_threads{0};
   std::atomic<double> worst_tol{0};
 };
@@ -218,80 +210,25 @@ uint64_t fallback_key(uint64_t seed, c10::ArrayRef<c10::IValue> args) {
   return f.h;
 }
 
-// Does this call lie inside the entry's signature family
-// (runtime/common/signature_family.h)? Fills the varied extents. Every
-// argument is compared with the captured one, and the varied extents with what
-// was verified (the same rule in Python: compile.py's _matches).
-bool matches(const Entry& e, c10::ArrayRef<c10::IValue> args, std::vector<int64_t>& extent) {
-  const auto& specs = e.spec.args;
-  if (args.size() != specs.size()) return false;
-  extent.assign(e.sig.vary.size(), -1);
-  const bool grad = c10::GradMode::is_enabled();
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const ArgSpec& s = specs[i];
-    const c10::IValue& v = args[i];
-    switch (s.kind) {
-      case ArgKind::Tensor: {
-        if (!v.isTensor()) return false;
-        const at::Tensor& t = v.toTensor();
-        if (!t.defined() || t.scalar_type() != s.dtype || t.is_cuda() != s.device.is_cuda() ||
-            t.dim() != static_cast<int64_t>(s.sizes.size()))
-          return false;
-        // Forged kernels have no backward of their own: leave training to stock.
-        if (grad && t.requires_grad()) return false;
-        if (!family::shape_matches(e.sig, static_cast<int>(i), s.sizes, t.sizes(), extent)) return false;
-        if (!family::layout_matches(e.sig, t.is_contiguous(), t.strides(), s.strides, t.storage_offset()))
-          return false;
-        break;
-      }
-      case ArgKind::None:
-        if (!(v.isNone() || (v.isTensor() && !v.toTensor().defined()))) return false;
-        break;
-      case ArgKind::Int:
-        if (!v.isInt() || !family::int_matches(e.sig, static_cast<int>(i), v.toInt(), s.i, extent)) return false;
-        break;
-      case ArgKind::Float:
-        if (!v.isDouble() || v.toDouble() != s.f) return false;
-        break;
-      case ArgKind::Bool:
-        if (!v.isBool() || v.toBool() != static_cast<bool>(s.i)) return false;
-        break;
-      case ArgKind::IntList:
-        if (!v.isIntList() || v.toIntVector() != s.ints) return false;
-        break;
-      case ArgKind::Dtype:
-        if (!v.isInt() || static_cast<int64_t>(v.toScalarType()) != s.i) return false;
-        break;
-      case ArgKind::Str:
-        if (!v.isString() || v.toStringRef() != s.text) return false;
-        break;
-      default:
-        return false;
-    }
-  }
-  // An empty batch, or one larger than the worker verified, goes to stock
-  // (counted with the calls outside every family).
-  return family::within_verified(e.verified, extent);
-}
-
 // Runs the entry's kernel; empty when it returned nonzero.
 std::optional<std::vector<at::Tensor>> run_forged(Entry& e, c10::ArrayRef<c10::IValue> args,
                                                   const std::vector<int64_t>& extent) {
   std::vector<forge_tensor> inputs;
   c10::Device device(c10::kCPU);
   bool have_device = false;
-  for (size_t i = 0; i < e.spec.args.size(); ++i) {
-    if (!e.spec.args[i].schema_tensor) continue;
+  const auto& specs = e.spec().args;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!specs[i].schema_tensor) continue;
     const c10::IValue& v = args[i];
     at::Tensor t = v.isTensor() ? v.toTensor() : at::Tensor();
     if (t.defined() && !have_device) device = t.device(), have_device = true;
     inputs.push_back(worker::forge_view(t));
   }
   std::vector<forge_scalar> scalars = e.scalars;
-  for (const auto& p : e.sig.pins) {  // a pinned int follows its extent
+  for (const auto& p : e.sig().pins) {  // a pinned int follows its extent
     int k = -1;
     for (int i = 0; i <= p.arg; ++i)
-      if (!e.spec.args[i].schema_tensor) ++k;
+      if (!specs[i].schema_tensor) ++k;
     scalars[k].i = extent[p.vary];
   }
 #ifdef FORGE_PACKAGE_CUDA
@@ -303,8 +240,8 @@ std::optional<std::vector<at::Tensor>> run_forged(Entry& e, c10::ArrayRef<c10::I
   for (size_t k = 0; k < e.outputs.size(); ++k) {
     const auto& o = e.outputs[k];
     std::vector<int64_t> sizes = o.sizes, strides = o.strides;
-    const auto& vo = e.sig.vary_outputs;
-    bool follows = !e.sig.vary.empty() && !sizes.empty() && std::find(vo.begin(), vo.end(), k) != vo.end();
+    const auto& vo = e.sig().vary_outputs;
+    bool follows = !e.sig().vary.empty() && !sizes.empty() && std::find(vo.begin(), vo.end(), k) != vo.end();
     if (follows) sizes[0] = extent[0];
     if (o.contiguous) strides = contiguous_strides(sizes);
     outs.push_back(at::empty_strided(sizes, strides, at::TensorOptions().dtype(o.dtype).device(device)));
@@ -375,8 +312,9 @@ class Override : public c10::OperatorKernel {
     std::vector<int64_t> extent;
     Entry* thread_bound = nullptr;  // the first entry that matched but for the thread count
     for (Entry* e : m_entries) {
-      if (!matches(*e, args, extent)) continue;
-      if (e->stock_threads > 0 && at::get_num_threads() > e->stock_threads) {
+      const Verdict v = judge(e->guard, args, extent);
+      if (v == Verdict::Outside) continue;
+      if (v == Verdict::MoreThreads) {
         trace("matched, but more threads than stock had", e->target);
         if (!thread_bound) thread_bound = e;
         continue;
@@ -429,14 +367,9 @@ std::unique_ptr<Entry> load_entry(const json& j, const fs::path& dir, bool cuda)
   e->target = j.at("target").get<std::string>();
   e->signature = j.value("signature", "");
   e->strategy = j.value("strategy", "");
-  json req = {{"op", j.at("op")}, {"overload", j.value("overload", "")}, {"args", j.at("args")}};
-  e->spec = worker::parse_op(req, cuda);
-  if (!e->spec.abi_problem.empty()) throw std::runtime_error(e->spec.abi_problem);
-  e->sig = family::parse(j);
-  if (std::string why = family::problem(e->sig); !why.empty()) throw std::runtime_error(why);
   std::string bound_problem;
-  e->verified = family::verified_bounds(j, &bound_problem);
-  if (j.contains("vary_max") && !bound_problem.empty())
+  e->guard = parse_guard(j, cuda, &bound_problem);
+  if (!bound_problem.empty())
     warn(e->target + ": " + bound_problem + "; its kernel takes the captured extent only");
   for (const auto& o : j.at("outputs")) {
     auto dt = worker::dtype_from_name(o.value("dtype", ""));
@@ -444,9 +377,8 @@ std::unique_ptr<Entry> load_entry(const json& j, const fs::path& dir, bool cuda)
     std::vector<int64_t> sizes = o.at("sizes"), strides = o.at("strides");
     e->outputs.push_back({*dt, sizes, strides, strides == contiguous_strides(sizes)});
   }
-  e->scalars = worker::forge_scalars(e->spec.args);
+  e->scalars = worker::forge_scalars(e->spec().args);
   e->family = worker::parse_family(j.value("family", json::object()));
-  e->stock_threads = j.value("stock_threads", 0);
   const fs::path so = dir / j.at("kernel").get<std::string>();
   void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) throw std::runtime_error(std::string("dlopen: ") + ::dlerror());
@@ -468,14 +400,14 @@ void write_report() {
   json r = {{"pid", ::getpid()}, {"entries", json::array()}, {"fallback", json::array()}};
   for (const auto& e : c.entries)
     r["entries"].push_back({{"target", e->target},
-                            {"op", e->spec.name},
+                            {"op", e->spec().name},
                             {"signature", e->signature},
                             {"strategy", e->strategy},
                             {"forged", e->forged.load()},
                             {"kernel_errors", e->kernel_errors.load()},
                             {"checked", e->checked.load()},
                             {"mismatches", e->mismatches.load()},
-                            {"stock_threads", e->stock_threads},
+                            {"stock_threads", e->guard.stock_threads},
                             {"more_threads", e->more_threads.load()},
                             {"worst_tol", e->worst_tol.load()}});
   {
@@ -519,7 +451,7 @@ struct Loader {
     for (const auto& j : pkg.value("entries", json::array())) {
       try {
         auto e = load_entry(j, dir, cuda);
-        by_op[e->spec.name].push_back(e.get());
+        by_op[e->spec().name].push_back(e.get());
         c.entries.push_back(std::move(e));
       } catch (const std::exception& ex) {
         warn(j.value("target", std::string("an entry")) + " is not overridden: " + ex.what());

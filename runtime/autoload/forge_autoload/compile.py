@@ -9,7 +9,10 @@ signature family, emits an opaque custom op forge::<op> instead. Inductor keeps
 such an op as an external call; at run time it calls the ATen op, which the
 dispatcher sends to libforge.so's guarded kernel. Every other call (other
 signatures, ops where Inductor was faster, calls needing grad) keeps Inductor's
-own decomposition, so its fusion stays everywhere else.
+own decomposition, so its fusion stays everywhere else. Whether a call is inside
+is libforge.so's decision: its guard (runtime/package/guard.h), the one the ATen
+override applies, called here through ctypes; this file only describes the
+arguments.
 
 forge run installs this on the first torch.compile call. Without forge run:
 
@@ -27,97 +30,100 @@ _libraries = []  # torch.library.Library objects must stay alive
 _installed = set()
 
 
-def _dtype(name):
+def _library(path):
+    """libforge.so through ctypes, for its guard (runtime/package/guard.h). The
+    program loaded it already (forge run, torch.ops.load_library, which is
+    ctypes too): dlopen of the same file returns that copy. Otherwise this loads
+    it, which registers its overrides as loading it always does."""
+    import ctypes
+
+    lib = ctypes.CDLL(os.path.abspath(path))
+    lib.forge_guard_new.restype = ctypes.c_void_p
+    lib.forge_guard_new.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.forge_guard_judge.restype = ctypes.c_int
+    lib.forge_guard_judge.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    return lib
+
+
+class _Guard:
+    """One package entry's guard: libforge.so's own (forge_guard_new), the
+    rule the ATen override applies to every eager call: signature family,
+    verified extents, no grad, thread count. Python decides nothing here."""
+
+    INSIDE = 1  # forge_guard_judge: 0 outside, 2 inside but for the thread count
+
+    def __init__(self, lib, entry):
+        import ctypes
+
+        self._lib, self.target = lib, entry.get("target", "an entry")
+        err = ctypes.create_string_buffer(1024)
+        self._handle = lib.forge_guard_new(json.dumps(entry).encode(), err, len(err))
+        if not self._handle:
+            raise ValueError(err.value.decode(errors="replace"))
+
+    def judge(self, args):
+        """libforge.so's verdict on a call with these arguments (forge_guard_judge)."""
+        import ctypes
+
+        err = ctypes.create_string_buffer(1024)
+        v = self._lib.forge_guard_judge(self._handle, json.dumps(_describe(args)).encode(), err, len(err))
+        if v < 0:
+            raise ValueError(err.value.decode(errors="replace"))
+        return v
+
+    def inside(self, args):
+        return self.judge(args) == self.INSIDE
+
+
+def _float_bits(x):
+    import struct
+
+    return struct.unpack("<q", struct.pack("<d", float(x)))[0]
+
+
+def _describe(args):
+    """The arguments of a call as forge_guard_judge reads them (its comment in
+    runtime/package/guard.h): a transcription of what each one is, no rule.
+
+    Under Inductor they are fake tensors and Python values, and with dynamic
+    shapes sizes, strides, offsets and ints may be SymInts. The rule compares
+    concrete values, so int() takes each: the value this trace sees, and Dynamo
+    then guards the graph on it, i.e. it specializes the graph on that size. The
+    Python copy of the rule this replaced specialized the same way on every
+    dim that must equal the captured one (its == comparisons), but bounded a
+    varied dim with range guards (1 <= n <= vary_max); now a graph whose routed
+    op has a symbolic varied dim is specialized on it too, and compiles again
+    for another extent. Routing never changes results: the forge op calls the
+    ATen op, whose override applies the same guard to the real tensors."""
     import torch
 
-    return getattr(torch, name, None)
+    def ints(xs):
+        return [int(x) for x in xs]
 
-
-def _vary_bounds(entry):
-    """Per signature_family.vary entry, the extents (lo, hi) the worker verified:
-    1..vary_max[k] (package.json's vary_max, the accepted record's
-    verify.vary_max), or, for an entry packaged without a well-formed one, the
-    captured extent alone; None when the entry names no captured tensor dim."""
-    vary = entry.get("vary", [])
-    vmax = entry.get("vary_max")
-    if (isinstance(vmax, list) and len(vmax) == len(vary)
-            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in vmax)):
-        return [(1, n) for n in vmax]
-    bounds = []
-    for v in vary:
-        try:
-            if v["arg"] < 0 or v["dim"] < 0:  # as in C++: no dim counted from the end
-                raise IndexError
-            captured = entry["args"][v["arg"]]["sizes"][v["dim"]]
-        except (KeyError, IndexError, TypeError):
-            captured = None
-        bounds.append((captured, captured) if isinstance(captured, int) else None)
-    return bounds
-
-
-def _within_verified(entry, extent):
-    """Is every varied extent of a call inside what the worker verified? The
-    bound of the package guard; its C++ twin is within_verified in
-    runtime/common/signature_family.h, the one home of the signature-family
-    rule, which libforge.so's guard and the worker use. Below 1 never: an
-    empty batch goes to stock."""
-    bounds = _vary_bounds(entry)
-    if len(extent) != len(bounds):
-        return False
-    for n, b in zip(extent, bounds):
-        if n is None or b is None or not (max(1, b[0]) <= n <= b[1]):
-            return False
-    return True
-
-
-def _matches(entry, args):
-    """The Python mirror of the package guard (runtime/package/override.cpp's
-    matches over runtime/common/signature_family.h)."""
-    import torch
-
-    recs = entry["args"]
-    if len(args) < len(recs):
-        return False
-    # A single-threaded CPU kernel beat stock at stock_threads intra-op threads.
-    if 0 < entry.get("stock_threads", 0) < torch.get_num_threads():
-        return False
-    vary = {(v["arg"], v["dim"]): k for k, v in enumerate(entry.get("vary", []))}
-    extent = [None] * len(entry.get("vary", []))
-    pins = {p["arg"]: p["vary"] for p in entry.get("pins", [])}
-    for i, rec in enumerate(recs):
-        a, t = args[i], rec.get("type")
-        if t == "Tensor":
-            if not isinstance(a, torch.Tensor) or a.dtype != _dtype(rec["dtype"]):
-                return False
-            if a.device.type != rec["device"].split(":")[0] or a.dim() != len(rec["sizes"]):
-                return False
-            if torch.is_grad_enabled() and a.requires_grad:
-                return False
-            for d, size in enumerate(rec["sizes"]):
-                if (i, d) in vary:
-                    extent[vary[(i, d)]] = a.shape[d]
-                elif a.shape[d] != size:
-                    return False
-            if entry.get("contiguous", True):
-                if not a.is_contiguous():
-                    return False
-            elif list(a.stride()) != rec["strides"]:
-                return False
-        elif t == "None":
-            if a is not None:
-                return False
-        elif i in pins:
-            if extent[pins[i]] is None or a != extent[pins[i]]:
-                return False
-        elif t in ("int", "float", "bool", "str"):
-            if a != rec["value"]:
-                return False
-        elif t == "int[]":
-            if list(a) != rec["value"]:
-                return False
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append({"kind": "Tensor", "dtype": str(a.dtype).rpartition(".")[2], "device": a.device.type,
+                        "sizes": ints(a.shape), "strides": ints(a.stride()), "offset": int(a.storage_offset()),
+                        "contiguous": bool(a.is_contiguous()), "requires_grad": bool(a.requires_grad)})
+        elif a is None:
+            out.append({"kind": "None"})
+        elif isinstance(a, (bool, torch.SymBool)):
+            out.append({"kind": "bool", "value": bool(a)})
+        elif isinstance(a, (int, torch.SymInt)):
+            out.append({"kind": "int", "value": int(a)})
+        elif isinstance(a, (float, torch.SymFloat)):
+            out.append({"kind": "float", "bits": _float_bits(a)})
+        elif isinstance(a, torch.dtype):
+            out.append({"kind": "ScalarType", "value": str(a).rpartition(".")[2]})
+        elif isinstance(a, str):
+            out.append({"kind": "str", "value": a})
+        elif isinstance(a, (list, tuple)) and all(
+                isinstance(x, (int, torch.SymInt)) and not isinstance(x, bool) for x in a):
+            out.append({"kind": "int[]", "value": ints(a)})
         else:
-            return False
-    return _within_verified(entry, extent)
+            out.append({"kind": "other"})
+    return out
 
 
 # What torch.compile traces in place of a captured op: the captured op's
@@ -136,15 +142,16 @@ _TRACED_AS = {
 }
 
 
-def _route(table, aten_op, entries, forge_op, to_captured=lambda a: a):
-    """Decomposes aten_op into forge_op for calls inside an entry's family;
-    Inductor's own decomposition (or none) for every other call."""
+def _route(table, aten_op, guards, forge_op, to_captured=lambda a: a):
+    """Decomposes aten_op into forge_op for calls inside an entry's family (its
+    guard in libforge.so says so); Inductor's own decomposition (or none) for
+    every other call."""
     original = table.get(aten_op)
 
     def decompose(*args, **kwargs):
         if not kwargs:
             captured = to_captured(args)
-            if any(_matches(e, captured) for e in entries):
+            if any(_inside(g, captured) for g in guards):
                 return forge_op(*captured)
         if original is not None:
             return original(*args, **kwargs)
@@ -153,7 +160,28 @@ def _route(table, aten_op, entries, forge_op, to_captured=lambda a: a):
     table[aten_op] = decompose
 
 
-def _install_op(op, overload, entries, traced_too):
+_warned = set()
+
+
+def _warn_once(msg):
+    if msg not in _warned:
+        _warned.add(msg)
+        import sys
+
+        sys.stderr.write("forge: warning: %s\n" % msg)
+
+
+def _inside(guard, args):
+    try:
+        return guard.inside(args)
+    # A description the library cannot read, or a size no trace may read (an
+    # unbacked SymInt): Inductor's code, which is never wrong, only slower.
+    except Exception as e:
+        _warn_once("%s: not routed under torch.compile: %s" % (guard.target, e))
+        return False
+
+
+def _install_op(op, overload, guards, traced_too):
     import torch
     from torch._inductor import decomposition as idecomp
 
@@ -168,16 +196,18 @@ def _install_op(op, overload, entries, traced_too):
     torch.library.register_fake("forge::" + fname, lambda *args: aten_op(*args), lib=lib)
     _libraries.append(lib)
     forge_op = getattr(getattr(torch.ops.forge, fname), "default")
-    _route(idecomp.decompositions, aten_op, entries, forge_op)
+    _route(idecomp.decompositions, aten_op, guards, forge_op)
     spellings = _TRACED_AS.get((op, overload), []) if traced_too else []
     for traced, traced_overload, to_captured in spellings:
         traced_op = getattr(getattr(torch.ops.aten, traced), traced_overload)
-        _route(idecomp.decompositions, traced_op, entries, forge_op, to_captured)
+        _route(idecomp.decompositions, traced_op, guards, forge_op, to_captured)
 
 
-def install(package_json=None, policy=None):
-    """Routes compiled graphs to the forged kernels that beat Inductor. Idempotent."""
+def install(package_json=None, policy=None, library=None):
+    """Routes compiled graphs to the forged kernels that beat Inductor. Idempotent.
+    `library`: the libforge.so whose guard decides (default: the one beside package.json)."""
     package_json = package_json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "package.json")
+    library = library or os.path.join(os.path.dirname(os.path.abspath(package_json)), "libforge.so")
     policy = policy or os.environ.get("FORGE_COMPILE_POLICY", "measured")
     if package_json in _installed:
         return []
@@ -189,16 +219,30 @@ def install(package_json=None, policy=None):
         use = e.get("under_compile", "inductor") if policy == "measured" else policy
         if use == "forge":
             by_op.setdefault((e["op"], e.get("overload") or "default"), []).append(e)
+    lib = _library(library) if by_op else None
+    routed = {}
     for (op, overload), entries in sorted(by_op.items()):
-        _install_op(op, overload, entries, traced_too=policy == "forge")
+        guards = []
+        for e in entries:
+            try:
+                guards.append(_Guard(lib, e))
+            except ValueError as why:  # libforge.so does not override it either
+                _warn_once("%s: not routed under torch.compile: %s" % (e.get("target", op), why))
+        if guards:
+            _install_op(op, overload, guards, traced_too=policy == "forge")
+            routed[(op, overload)] = entries
     # CPU entries apply by thread count, decided when a graph is traced: the
-    # count then enters the cache key too. So does this file's text: a graph
-    # cached under other routing code must not be reused.
-    by_threads = any(e.get("stock_threads") for v in by_op.values() for e in v)
-    with open(os.path.abspath(__file__), "rb") as f:
-        routing = hashlib.sha256(f.read()).hexdigest()
-    _key_inductor_cache(json.dumps([policy, sorted(by_op.items()), routing], sort_keys=True), by_threads)
-    return sorted("%s.%s" % k for k in by_op)
+    # count then enters the cache key too. So do this file's text and the
+    # library's bytes (its guard decides): a graph cached under other routing
+    # code must not be reused.
+    by_threads = any(e.get("stock_threads") for v in routed.values() for e in v)
+    routing = hashlib.sha256()
+    for path in [os.path.abspath(__file__)] + ([library] if lib else []):
+        with open(path, "rb") as f:
+            routing.update(f.read())
+    _key_inductor_cache(json.dumps([policy, sorted(routed.items()), routing.hexdigest()], sort_keys=True),
+                        by_threads)
+    return sorted("%s.%s" % k for k in routed)
 
 
 def _key_inductor_cache(choice, by_threads=False):

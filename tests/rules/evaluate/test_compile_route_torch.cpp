@@ -5,13 +5,16 @@
 // spelling reaches the forged op; under the measured policy it keeps
 // Inductor's code (and its fusion with the ops after it). A batch beyond the
 // entry's vary_max keeps Inductor's code under either policy. No forge build: a
-// hand-written package.json, the library not loaded (the forge op then calls
-// stock), Inductor's generated code read back.
+// hand-written package.json, Inductor's generated code read back. The routing
+// asks libforge.so's guard (runtime/package/guard.h), so the library forge
+// builds for this torch is loaded; with no package.json beside it, it
+// overrides nothing, and the forge op calls stock.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <filesystem>
 
+#include "tests/runtime/package/package_library.h"
 #include "tests/support.h"
 
 namespace forge {
@@ -39,7 +42,7 @@ entry = {"op": "aten::native_batch_norm", "overload": "", "under_compile": "forg
                  [{"type": "bool", "value": False}, {"type": "float", "value": 0.1},
                   {"type": "float", "value": 1e-5}]}
 json.dump({"entries": [entry]}, open("package.json", "w"))
-print("installed", fc.install(os.path.abspath("package.json"), policy=sys.argv[2]))
+print("installed", fc.install(os.path.abspath("package.json"), policy=sys.argv[2], library=sys.argv[3]))
 
 torch.manual_seed(0)
 def module(c):
@@ -75,12 +78,13 @@ TEST_SUITE_BEGIN("rules::CompileRouteTorch");
 namespace {
 // Runs the script under `policy`, each run with a fresh Inductor cache (a
 // graph compiled by another run must not answer); its output.
-std::string route(const test::TempDir& dir, const std::string& policy) {
+std::string route(const test::TempDir& dir, const std::string& policy, const fs::path& library) {
   const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
   const fs::path cache = dir / ("inductor-" + policy), out = dir / ("out-" + policy + ".txt");
   const std::string cmd = "cd '" + dir.path().string() + "' && TORCHINDUCTOR_CACHE_DIR='" + cache.string() +
                           "' OMP_NUM_THREADS=1 '" + (repo / ".venv/bin/python").string() + "' route.py '" +
-                          repo.string() + "' " + policy + " > '" + out.string() + "' 2>&1";
+                          repo.string() + "' " + policy + " '" + library.string() + "' > '" + out.string() +
+                          "' 2>&1";
   const int rc = std::system(cmd.c_str());
   std::string text = test::read_text(out);
   if (rc != 0) text += "\nexit status " + std::to_string(rc);
@@ -94,9 +98,12 @@ double max_error(const std::string& out) {
 
 TEST_CASE("an eval BatchNorm under torch.compile (_native_batch_norm_legit_no_training): forged when forced, Inductor's when measured") {
   FORGE_SKIP_WITHOUT_TORCH();
+  std::string why;
+  const fs::path library = test::package_library(&why);
+  REQUIRE_MESSAGE(!library.empty(), why);
   test::TempDir dir;
   test::write_text(dir / "route.py", kRoute);
-  const std::string forced = route(dir, "forge");
+  const std::string forced = route(dir, "forge", library);
   INFO(forced);
   CHECK(forced.find("exit status") == std::string::npos);
   CHECK(forced.find("installed ['aten::native_batch_norm.default']") != std::string::npos);
@@ -109,7 +116,7 @@ TEST_CASE("an eval BatchNorm under torch.compile (_native_batch_norm_legit_no_tr
   CHECK(max_error(forced) < 1e-4);
   // The entry says under_compile: forge, measured on the op alone; the traced
   // spelling still keeps Inductor's code, which fuses it with the ReLU.
-  const std::string measured = route(dir, "measured");
+  const std::string measured = route(dir, "measured", library);
   INFO(measured);
   CHECK(measured.find("installed ['aten::native_batch_norm.default']") != std::string::npos);
   CHECK(measured.find("forge calls 0: []") != std::string::npos);

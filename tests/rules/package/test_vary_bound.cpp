@@ -2,22 +2,18 @@
 // item 3): a package.json entry carries the worker's verify.vary_max, and the
 // guard takes a varied extent in 1..vary_max, or, for an entry packaged
 // without one, the captured extent only. No torch: the bound
-// (runtime/common/signature_family.h, what libforge.so's guard calls), the
-// packager's carry (package_vary_max), and the Python twin in compile.py
-// (torch.compile routing) checked to agree with the C++ on the same cases.
+// (runtime/common/signature_family.h, what libforge.so's guard calls) and the
+// packager's carry (package_vary_max). The torch.compile routing has no bound
+// of its own: it asks libforge.so's guard (tests/runtime/package/test_guard_torch.cpp
+// checks a call just beyond vary_max both ways).
 #include <doctest/doctest.h>
-
-#include <cstdlib>
-#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "rules/package/package.h"
 #include "runtime/common/signature_family.h"
-#include "tests/support.h"
 
 namespace forge {
-namespace fs = std::filesystem;
 using nlohmann::json;
 using family::verified_bounds;
 using family::within_verified;
@@ -44,7 +40,6 @@ struct Case {
   bool within;
 };
 
-// Shared by the C++ and the Python checks.
 std::vector<Case> cases() {
   return {
       // verified up to 64 rows: 1..64, not 0 or 65
@@ -152,42 +147,6 @@ TEST_CASE("the packager carries the accepted record's verify.vary_max, and says 
   e["vary_max"] = package_vary_max({{"vary_max", {16}}}, vary);
   CHECK(within_verified(verified_bounds(e), {16}));
   CHECK_FALSE(within_verified(verified_bounds(e), {17}));
-}
-
-TEST_CASE("the torch.compile routing (compile.py's _within_verified) bounds the same cases the same way") {
-  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
-  // compile.py imports torch only inside its functions: any Python 3 will do.
-  fs::path python = repo / ".venv" / "bin" / "python";
-  if (!fs::exists(python)) python = "python3";
-  if (std::system(("'" + python.string() + "' -c pass > /dev/null 2>&1").c_str()) != 0) {
-    MESSAGE("SKIPPED (no Python 3 here)");
-    return;
-  }
-  test::TempDir dir;
-  json table = json::array();
-  for (const auto& c : cases()) table.push_back({{"entry", c.entry}, {"extent", c.extent}});
-  test::write_text(dir / "cases.json", table.dump());
-  test::write_text(dir / "bound.py",
-                   "import json, sys\n"
-                   "sys.path.insert(0, sys.argv[1])\n"
-                   "from forge_autoload import compile as fc\n"
-                   "cases = json.load(open(sys.argv[2]))\n"
-                   "print(json.dumps([fc._within_verified(c['entry'], c['extent']) for c in cases]))\n");
-  const fs::path out = dir / "out.json";
-  const std::string cmd = "'" + python.string() + "' '" + (dir / "bound.py").string() + "' '" +
-                          (repo / "runtime" / "autoload").string() + "' '" + (dir / "cases.json").string() +
-                          "' > '" + out.string() + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  const std::string text = test::read_text(out);
-  INFO(text);
-  REQUIRE(rc == 0);
-  const json got = json::parse(text);
-  const auto all = cases();
-  REQUIRE(got.size() == all.size());
-  for (size_t i = 0; i < all.size(); ++i) {
-    INFO(all[i].entry.dump() << " extent " << json(all[i].extent).dump());
-    CHECK(got[i].get<bool>() == all[i].within);
-  }
 }
 
 TEST_SUITE_END();

@@ -1,7 +1,8 @@
 // The signature-family rule (runtime/common/signature_family.h), directly:
 // parsing and writing its keys, the guard's per-argument tests as
-// libforge.so's matches() applies them, and every shipped family.yaml
-// passing the same parse the worker and the guard use. The bound (vary_max)
+// libforge.so's guard (runtime/package/guard.cpp, which the torch.compile
+// routing calls too) applies them, and every shipped family.yaml passing the
+// same parse the worker and the guard use. The bound (vary_max)
 // is tested with the packager in tests/rules/package/test_vary_bound.cpp.
 #include <doctest/doctest.h>
 
