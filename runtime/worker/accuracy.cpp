@@ -86,6 +86,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 namespace forge::worker {
@@ -306,13 +307,24 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   const int lo = fmt->min_exponent - fmt->digits;  // below the smallest subnormal's exponent
   const int hi = fmt->max_exponent + 2;
   const int nb = hi - lo + 1;
+  // frexp's exponent and ldexp(1, k) from the float64 bits: |values| here
+  // are normal doubles or zero (every format checked is narrower than
+  // float64), and the loops below run them several times per element.
   auto exponent = [&](double a) {
     if (a == 0) return lo;
-    int e = 0;
-    std::frexp(a, &e);
-    return std::clamp(e, lo, hi);
+    uint64_t bits;
+    std::memcpy(&bits, &a, sizeof bits);
+    const int biased = static_cast<int>((bits >> 52) & 0x7FF);
+    if (biased == 0) return lo;  // a float64 subnormal: below every format's range
+    return std::clamp(biased - 1022, lo, hi);
   };
-  auto ulp_at = [&](int e) { return std::ldexp(1.0, std::max(e, fmt->min_exponent) - fmt->digits); };
+  auto ulp_at = [&](int e) {
+    const int k = std::max(e, fmt->min_exponent) - fmt->digits;  // within float64's normal range
+    const uint64_t bits = static_cast<uint64_t>(k + 1023) << 52;
+    double v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  };
   auto finite3 = [](double a, double b, double c) { return std::isfinite(a) && std::isfinite(b) && std::isfinite(c); };
   std::vector<double> abs_b(nb, 0.0), rel_b(nb, 0.0), can_b(nb, 0.0);
   int64_t checked = 0;
@@ -339,13 +351,12 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
     can_b[k] = std::max(can_b[k], can_b[k + 1]);  // B_down: no smaller, absolute regime
   }
   const double floor = rule.flush * fmt->smallest_normal;
-  auto envelope = [&](double r) {
-    const int b = exponent(std::fabs(r)) - lo;
+  auto envelope = [&](double r, int e) {
+    const int b = e - lo;
     return std::max({abs_b[b], std::fabs(r) * rel_b[b], can_b[b]});
   };
-  auto allowance = [&](double r) {
-    const double a = std::fabs(r);
-    return rule.factor * envelope(r) + rule.ulps * ulp_at(exponent(a)) + rule.rel * a + floor;
+  auto allowance = [&](double r, int e, double ulp) {
+    return rule.factor * envelope(r, e) + rule.ulps * ulp + rule.rel * std::fabs(r) + floor;
   };
   double worst = 0, cand_ulps = 0, stock_ulps = 0;
   int64_t wi = -1;
@@ -359,11 +370,12 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
     for (int64_t i = 0; i < len; ++i) {
       if (!finite3(o[i], s[i], r[i])) continue;
       const double a = std::fabs(r[i]), ec = std::fabs(o[i] - r[i]);
-      const double ratio = ec / allowance(r[i]);  // > 0: ulps or flush is nonzero (accuracy_rule_for)
+      const int e = exponent(a);
+      const double u = ulp_at(e);
+      const double ratio = ec / allowance(r[i], e, u);  // > 0: ulps or flush is nonzero (accuracy_rule_for)
       if (ratio > worst || wi < 0) worst = ratio, wi = c0 + i, wo = o[i], ws = s[i], wr = r[i];
       if (a >= floor) {
         // In ulps where a value may not be flushed (a flushed subnormal is millions of ulps off).
-        const double u = ulp_at(exponent(a));
         cand_ulps = std::max(cand_ulps, ec / u);
         stock_ulps = std::max(stock_ulps, std::fabs(s[i] - r[i]) / u);
       }
@@ -382,15 +394,17 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
     stats.worst_ref = wr;
   }
   if (!(worst > 1)) return std::nullopt;
-  const double u = ulp_at(exponent(std::fabs(wr)));
+  const int we = exponent(std::fabs(wr));
+  const double u = ulp_at(we);
   const std::string prefix = label.empty() ? std::string() : label + ": ";
-  std::string terms = num(rule.factor) + " x stock envelope " + num(envelope(wr), 3) + " + " + num(rule.ulps) + " ulps";
+  std::string terms =
+      num(rule.factor) + " x stock envelope " + num(envelope(wr, we), 3) + " + " + num(rule.ulps) + " ulps";
   if (rule.rel > 0) terms += " + " + num(rule.rel) + " x |float64|";
   if (floor > 0) terms += " + " + num(floor, 3);
   return Mismatch{"inaccurate", prefix + "error " + num(ec, 3) + " (" + num(ec / u, 3) + " ulps) at index " +
                                     index_of(stock.sizes(), wi) + " " + where + ": got " + num(wo, 9) +
                                     ", float64 " + num(wr, 9) + ", stock " + num(ws, 9) + " (error " +
-                                    num(es / u, 3) + " ulps); allowed " + num(allowance(wr), 3) + " = " + terms +
+                                    num(es / u, 3) + " ulps); allowed " + num(allowance(wr, we, u), 3) + " = " + terms +
                                     " (" + num(worst, 3) + "x the allowance)"};
 }
 
