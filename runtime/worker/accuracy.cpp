@@ -300,7 +300,13 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   };
   const bool one_chunk = n <= kAccuracyChunk;
   const Host whole = one_chunk ? load(0, n) : Host{};
-  auto chunk_at = [&](int64_t c0) { return one_chunk ? whole : load(c0, std::min(kAccuracyChunk, n - c0)); };
+  // fn(first index, candidate, stock, float64, length) on each chunk in order.
+  auto each_chunk = [&](auto&& fn) {
+    for (int64_t c0 = 0; c0 < n; c0 += kAccuracyChunk) {
+      const Host h = one_chunk ? whole : load(c0, std::min(kAccuracyChunk, n - c0));
+      fn(c0, h.o.data_ptr<double>(), h.s.data_ptr<double>(), h.r.data_ptr<double>(), h.r.numel());
+    }
+  };
 
   // Binade of |ref64|: the frexp exponent e (|x| = m 2^e, m in [0.5, 1)),
   // zeros below every subnormal; ulp = 2^(max(e, min_exponent) - digits).
@@ -328,12 +334,7 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   auto finite3 = [](double a, double b, double c) { return std::isfinite(a) && std::isfinite(b) && std::isfinite(c); };
   std::vector<double> abs_b(nb, 0.0), rel_b(nb, 0.0), can_b(nb, 0.0);
   int64_t checked = 0;
-  for (int64_t c0 = 0; c0 < n; c0 += kAccuracyChunk) {
-    const Host h = chunk_at(c0);
-    const double* o = h.o.data_ptr<double>();
-    const double* s = h.s.data_ptr<double>();
-    const double* r = h.r.data_ptr<double>();
-    const int64_t len = h.r.numel();
+  each_chunk([&](int64_t, const double* o, const double* s, const double* r, int64_t len) {
     for (int64_t i = 0; i < len; ++i) {
       if (!finite3(o[i], s[i], r[i])) continue;
       ++checked;
@@ -344,7 +345,7 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
       if (a > 0) rel_b[b] = std::max(rel_b[b], es / a);
       if (es > rule.cancel_ulps * ulp_at(e)) can_b[b] = std::max(can_b[b], es);
     }
-  }
+  });
   for (int k = 1; k < nb; ++k) abs_b[k] = std::max(abs_b[k], abs_b[k - 1]);  // A_up: no larger
   for (int k = nb - 1; k-- > 0;) {
     rel_b[k] = std::max(rel_b[k], rel_b[k + 1]);  // R_down: no smaller
@@ -361,12 +362,7 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   double worst = 0, cand_ulps = 0, stock_ulps = 0;
   int64_t wi = -1;
   double wo = 0, ws = 0, wr = 0;  // the worst element's candidate, stock and float64 values
-  for (int64_t c0 = 0; c0 < n; c0 += kAccuracyChunk) {
-    const Host h = chunk_at(c0);
-    const double* o = h.o.data_ptr<double>();
-    const double* s = h.s.data_ptr<double>();
-    const double* r = h.r.data_ptr<double>();
-    const int64_t len = h.r.numel();
+  each_chunk([&](int64_t c0, const double* o, const double* s, const double* r, int64_t len) {
     for (int64_t i = 0; i < len; ++i) {
       if (!finite3(o[i], s[i], r[i])) continue;
       const double a = std::fabs(r[i]), ec = std::fabs(o[i] - r[i]);
@@ -380,7 +376,7 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
         stock_ulps = std::max(stock_ulps, std::fabs(s[i] - r[i]) / u);
       }
     }
-  }
+  });
   stats.checked += checked;
   stats.candidate_max_ulps = std::max(stats.candidate_max_ulps, cand_ulps);
   stats.stock_max_ulps = std::max(stats.stock_max_ulps, stock_ulps);

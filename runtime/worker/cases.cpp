@@ -233,8 +233,10 @@ Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, co
     const json* entry = entries ? &(*entries)[i] : nullptr;
     if (entry && entry->is_object() && entry->contains("file") && (*entry)["file"].is_string()) {
       load_sample(b.t, a, *entry, samples_dir);
+      c.origin.push_back("captured");
     } else {
       fill_random(b.t, plan.lo, plan.hi, tseed++, family, static_cast<int>(i));
+      c.origin.push_back("fresh");
     }
     c.args.emplace_back(b.t);
     c.buffers.push_back(std::move(b));

@@ -25,6 +25,9 @@ struct Case {
   std::vector<Buffer> buffers;     // per arg; t undefined for non-tensor args
   std::vector<c10::IValue> args;   // the boxed arguments, tensors from buffers
   int64_t guard = kGuardBytes;     // guard bytes of its buffers (outputs too)
+  // Per tensor argument, where its values came from: "captured" (the
+  // sample's file) or "fresh" (random in the plan's range).
+  std::vector<std::string> origin;
 };
 
 // The plans of case_plan.h for the op's arguments.

@@ -113,7 +113,8 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
   record();
   json case_log = json::array();
   // A case passed after `runs` calls: its extent verified, its error counted.
-  auto note_passed = [&](const CasePlan& plan, const CompareStats& cs, int runs) {
+  auto note_passed = [&](const Case& c, const CompareStats& cs, int runs) {
+    const CasePlan& plan = c.plan;
     if (plan.kind == CasePlan::Edge && plan.edge_vary >= 0 && static_cast<size_t>(plan.edge_vary) < vary_max.size())
       vary_max[static_cast<size_t>(plan.edge_vary)] =
           std::max(vary_max[static_cast<size_t>(plan.edge_vary)], plan.edge_size);
@@ -123,7 +124,9 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
       worst_tol = cs.worst_tol;
       worst_case = plan.name;
     }
-    case_log.push_back({{"case", plan.name}, {"result", "ok"}, {"runs", runs}});
+    json entry = {{"case", plan.name}, {"result", "ok"}, {"runs", runs}};
+    if (plan.kind == CasePlan::Sample) entry["inputs"] = c.origin;
+    case_log.push_back(std::move(entry));
     record();
   };
   const std::vector<bool> full = full_protocol(j, plans);
@@ -195,7 +198,7 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
     if (!full[pi]) {
       j.phases.enter("checks");
       done++;
-      note_passed(plan, cs, 1);
+      note_passed(c, cs, 1);
       continue;
     }
 
@@ -290,7 +293,7 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
 
     j.phases.enter("checks");
     done++;
-    note_passed(plan, cs, (j.spec.cuda ? 5 : 4) - (moved_run ? 0 : 1));
+    note_passed(c, cs, (j.spec.cuda ? 5 : 4) - (moved_run ? 0 : 1));
   }
   j.record["case_list"] = case_log;
   return too_many_declines(j, plans, declined);
