@@ -5,7 +5,8 @@
 // softmax verification takes longer than 0.5 s on a loaded 2-core VM, about
 // 11-13 s, so there the kernel is caught by verification itself; on a
 // machine where verification is quicker than the window it is not.)
-// Expected (new worker): "wrong_result" or "nan_mismatch" -- timed calls are
+// Expected (new worker): "wrong_result" or "nan_mismatch" (or
+// "thread_unsafe", when the window ends in the concurrency check) -- timed calls are
 // checked too (k of them, with fresh inputs and random poison), and call
 // order and count are randomized: a call after the window leaves that
 // call's poison in the output (finite: wrong_result; NaN: nan_mismatch).
