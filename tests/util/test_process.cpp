@@ -4,7 +4,11 @@
 #include "util/interrupt.h"
 #include "util/process.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 #include <thread>
 
 namespace forge {
@@ -70,6 +74,32 @@ TEST_CASE("under an InterruptHold a signal leaves the command running and is see
   set_interrupted(false);
   CHECK(r.ok());
   CHECK(r.out == "done\n");
+}
+
+// `timeout -s INT` sends its signal to forge and then to forge's process
+// group: one request, delivered twice. Only a later repeat stops at once.
+// Each case runs in a forked child, whose handler and death are its own.
+TEST_CASE("a signal delivered twice at once is one request; a later repeat ends the process") {
+  auto child_status = [](int gap_ms) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      install_interrupt_handler();
+      std::raise(SIGINT);
+      if (gap_ms > 0) usleep(useconds_t(gap_ms) * 1000);
+      std::raise(SIGINT);
+      _exit(interrupted() ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return status;
+  };
+  const int together = child_status(0);
+  CHECK(WIFEXITED(together));
+  CHECK(WEXITSTATUS(together) == 0);
+  const int later = child_status(700);
+  CHECK(WIFSIGNALED(later));
+  CHECK(WTERMSIG(later) == SIGINT);
 }
 
 TEST_CASE("a crashing command is reported with its signal") {
