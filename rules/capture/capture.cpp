@@ -95,6 +95,12 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
                   {"time_us", 0.0},
                   {"samples", json::array()}};
       }
+      // Inputs a call changed (runtime/capture/changes.h): marked on their
+      // argument records, which every request and package entry carries.
+      for (const auto& i : b.value("changed", json::array()))
+        if (i.is_number_integer() && i.get<long>() >= 0 && i.get<size_t>() < merged["args"].size() &&
+            merged["args"][i.get<size_t>()].is_object())
+          merged["args"][i.get<size_t>()]["changed"] = true;
       merged["kind"] = b.value("kind", "kernel");
       merged["dispatch_key"] = b.value("dispatch_key", "CPU");
       merged["calls"] = merged["calls"].get<long>() + b.value("calls", 0L);

@@ -232,6 +232,18 @@ Family derive_family(const Target& t) {
   }
   for (size_t k = 0; k < t.outputs.size(); ++k)
     if (is_tensor(t.outputs[k])) writes += (writes.empty() ? "" : ", ") + std::to_string(k);
+  // Inputs the call changes (the capture saw it, or the schema says so):
+  // inputs stay read-only, the kernel returns their new values
+  // (docs/CANDIDATE_ABI.md, "Changed inputs").
+  std::string changes;
+  for (size_t i = 0; i < t.args.size(); ++i)
+    if (is_tensor(t.args[i]) && t.args[i].value("changed", false))
+      changes += "#   input " + std::to_string(i) + " (" + t.args[i].value("name", std::string("?")) + ")\n";
+  if (!changes.empty())
+    changes = "# The call changes these inputs. Inputs are read-only to a kernel: it returns\n"
+              "# each one's new value, as the return that is that input (an in-place op's\n"
+              "# self) or else as an extra output after the op's returns, in argument order:\n" +
+              changes;
   // Written as a family.yaml would be and read by the same validator, so a
   // derived family is shown (to people and to the model) as the file it stands for.
   std::string text =
@@ -239,7 +251,8 @@ Family derive_family(const Target& t) {
       "# The signature as captured (no dimension varies; a non-contiguous input fixes\n"
       "# its strides), outputs as the stock kernel returns them, verified against\n"
       "# stock on the captured samples and on fresh inputs of each range below\n"
-      "# (integer inputs: the captured values' range), tolerances by dtype.\n"
+      "# (integer inputs: the captured values' range), tolerances by dtype.\n" +
+      changes +
       "name: \"" + t.op + "\"\n"
       "ops: [\"" + t.op + "\"]\n"
       "derived: true\n"

@@ -105,6 +105,7 @@ OpInfo* make_op_info(const c10::OperatorName& on) {
   if (handle->hasSchema()) {
     const c10::FunctionSchema& schema = handle->schema();
     for (const auto& a : schema.arguments()) {
+      if (a.alias_info() && a.alias_info()->isWrite()) info->write_args.push_back(static_cast<int>(info->arg_names.size()));
       info->arg_kinds.push_back(arg_kind(a.real_type()));  // type() says int for dtypes
       info->arg_names.push_back(a.name());
     }

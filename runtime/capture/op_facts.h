@@ -33,6 +33,7 @@ struct OpInfo {
   bool is_view = false, is_alloc = false;
   std::vector<ArgKind> arg_kinds;
   std::vector<std::string> arg_names;
+  std::vector<int> write_args;  // arguments the schema marks written (`Tensor(a!)`)
 };
 
 // The facts of one operator (overload), computed on first use and kept for the

@@ -36,6 +36,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "changes.h"
 #include "op_facts.h"
 #include "report.h"
 #include "samples.h"
@@ -79,6 +80,7 @@ struct Extra {
   std::string key;                   // dispatch key name
   std::optional<Sample> sample;      // Tentative: held until committed
   std::vector<PendingOp> pending;    // Tentative: nested views/allocs
+  std::vector<Watched> watched;      // the sampled call's inputs before it (changes.h)
 };
 
 struct Frame {
@@ -325,6 +327,7 @@ void start_backend(State& st, ThreadState& ts, Frame& f, const at::RecordFunctio
       std::lock_guard<std::mutex> lk(st.mu);
       st.samples_skipped_graph_capture++;
     } else {
+      f.x->watched = watch_inputs(inputs);
       std::optional<Sample> s = take_sample(st, *f.op, inputs, /*snapshot=*/tentative);
       if (!s) {
         std::lock_guard<std::mutex> lk(st.mu);
@@ -413,6 +416,16 @@ void note_outputs_locked(Entry* e, const at::RecordFunction* rf) {
   e->outputs_json = js + "]";
 }
 
+// Records which watched inputs the call changed (after its device work).
+void note_changes(State& st, Frame& f) {
+  if (!f.x || f.x->watched.empty()) return;
+  std::vector<int> changed = changed_inputs(f.x->watched);
+  f.x->watched.clear();
+  if (changed.empty()) return;
+  std::lock_guard<std::mutex> lk(st.mu);
+  f.entry->changed.insert(changed.begin(), changed.end());
+}
+
 void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
   if (f.role == Role::Skip) return;
   ts.op_depth--;
@@ -426,6 +439,7 @@ void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
     case Role::Backend: {
       ts.suppress--;
       device_end(st, f);
+      note_changes(st, f);
       std::lock_guard<std::mutex> lk(st.mu);
       note_outputs_locked(f.entry, f.rf);
       commit_call_locked(st, ts, f.entry, ns, f.x && f.x->d.requires_grad);
@@ -449,6 +463,7 @@ void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
       if (!f.dropped) {
         // No nested op reached a real kernel: this op is the backend op.
         drop_open_tentatives(ts);
+        note_changes(st, f);
         if (f.x->sample) commit_sample(st, f.entry, *f.x->sample);
         std::lock_guard<std::mutex> lk(st.mu);
         note_outputs_locked(f.entry, f.rf);

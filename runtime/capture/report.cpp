@@ -208,6 +208,18 @@ std::string flush_impl(State& st) {
       js += ",\"device_activities\":";
       json::num(js, it == device.end() ? uint64_t(0) : it->second.kernels);
     }
+    std::set<int> changed = e.changed;
+    changed.insert(e.op->write_args.begin(), e.op->write_args.end());
+    if (!changed.empty()) {
+      js += ",\"changed\":[";
+      bool first = true;
+      for (int i : changed) {
+        if (!first) js += ',';
+        first = false;
+        json::num(js, static_cast<int64_t>(i));
+      }
+      js += ']';
+    }
     js += ",\"samples_dropped\":";
     json::num(js, e.samples_dropped);
     js += ",\"samples\":[";

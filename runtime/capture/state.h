@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +51,7 @@ struct Entry {
   int sample_attempts = 0;
   std::vector<std::string> samples;   // JSON objects
   uint64_t samples_dropped = 0;
+  std::set<int> changed;  // inputs a watched call changed (changes.h)
 };
 
 struct Config {

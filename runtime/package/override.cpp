@@ -247,6 +247,12 @@ std::optional<std::vector<at::Tensor>> run_forged(Entry& e, c10::ArrayRef<c10::I
     outs.push_back(at::empty_strided(sizes, strides, at::TensorOptions().dtype(o.dtype).device(device)));
     out_views.push_back(worker::forge_view(outs.back()));
   }
+  // A changed input's new value (worker/op_spec.h): an output shaped as the input.
+  for (int i : e.spec().extra_outputs) {
+    const at::Tensor& in = args[static_cast<size_t>(i)].toTensor();
+    outs.push_back(at::empty_strided(in.sizes(), in.strides(), in.options()));
+    out_views.push_back(worker::forge_view(outs.back()));
+  }
   forge_call call{};
   call.inputs = inputs.data();
   call.n_inputs = static_cast<int32_t>(inputs.size());
@@ -271,11 +277,34 @@ std::optional<std::vector<at::Tensor>> run_forged(Entry& e, c10::ArrayRef<c10::I
   return outs;
 }
 
+// The changed inputs take their new values from the kernel's outputs, and a
+// return that is an input (an in-place op's self) is that input again; what
+// is left are the op's returns.
+void apply_changes(const Entry& e, c10::ArrayRef<c10::IValue> args, std::vector<at::Tensor>& outs) {
+  const worker::OpSpec& spec = e.spec();
+  if (spec.changed.empty()) return;
+  at::AutoDispatchBelowADInplaceOrView below_autograd;  // the user's call already went through autograd
+  const size_t returns = e.outputs.size();
+  for (size_t x = 0; x < spec.extra_outputs.size(); ++x)
+    args[static_cast<size_t>(spec.extra_outputs[x])].toTensor().copy_(outs[returns + x]);
+  for (const auto& [k, i] : spec.alias_returns) {
+    const at::Tensor& in = args[static_cast<size_t>(i)].toTensor();
+    in.copy_(outs[static_cast<size_t>(k)]);
+    outs[static_cast<size_t>(k)] = in;
+  }
+  outs.resize(returns);
+}
+
 // FORGE_PACKAGE_CHECK=1: every forged call is also run by stock and compared
-// with the family's tolerances (the end-to-end check of `forge build`).
+// with the family's tolerances (the end-to-end check of `forge build`). Stock
+// changes copies of the inputs the call changes; their new values are
+// compared with the kernel's.
 void check_against_stock(Entry& e, const std::vector<at::Tensor>& outs,
-                         const std::vector<c10::IValue>& args, StockFn stock) {
+                         std::vector<c10::IValue> args, const Stock& stock) {
+  for (int i : e.spec().changed)
+    if (args[static_cast<size_t>(i)].isTensor()) args[static_cast<size_t>(i)] = args[static_cast<size_t>(i)].toTensor().clone();
   std::vector<c10::IValue> ref = stock(args);
+  for (int i : e.spec().extra_outputs) ref.push_back(args[static_cast<size_t>(i)]);
   std::optional<c10::ScalarType> in;
   for (const auto& a : args)
     if (a.isTensor() && a.toTensor().defined() && a.toTensor().is_floating_point()) {
@@ -300,8 +329,8 @@ void check_against_stock(Entry& e, const std::vector<at::Tensor>& outs,
 
 class Override : public c10::OperatorKernel {
  public:
-  Override(std::string op, StockFn stock, std::vector<Entry*> entries)
-      : m_op(std::move(op)), m_seed(op_seed(m_op)), m_stock(stock), m_entries(std::move(entries)),
+  Override(std::string op, Stock stock, std::vector<Entry*> entries)
+      : m_op(std::move(op)), m_seed(op_seed(m_op)), m_stock(std::move(stock)), m_entries(std::move(entries)),
         m_check(std::getenv("FORGE_PACKAGE_CHECK") && std::string(std::getenv("FORGE_PACKAGE_CHECK")) == "1") {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
@@ -329,6 +358,7 @@ class Override : public c10::OperatorKernel {
       }
       ++e->forged;
       if (m_check) check_against_stock(*e, *outs, std::vector<c10::IValue>(args.begin(), args.end()), m_stock);
+      apply_changes(*e, args, *outs);
       torch::jit::drop(*stack, n);
       for (auto& t : *outs) torch::jit::push(*stack, std::move(t));
       return;
@@ -357,7 +387,7 @@ class Override : public c10::OperatorKernel {
  private:
   std::string m_op;
   uint64_t m_seed;  // fallback_key's hash of m_op
-  StockFn m_stock;
+  Stock m_stock;
   std::vector<Entry*> m_entries;
   bool m_check;
 };
@@ -458,16 +488,17 @@ struct Loader {
       }
     }
     for (auto& [op, entries] : by_op) {
-      StockFn stock = stock_kernel(op, cuda);
+      std::string why;
+      std::optional<Stock> stock = Stock::before_override(*entries.front()->spec().op, cuda, &why);
       if (!stock) {
-        warn(op + " has no stock fallback for this backend: not overridden");
+        warn(op + " is not overridden: " + why);
         continue;
       }
       auto lib = std::make_unique<torch::Library>(
           torch::Library::IMPL, "aten", cuda ? c10::DispatchKey::CUDA : c10::DispatchKey::CPU,
           "libforge.so", 0);
       lib->impl(op.substr(op.find("::") + 2).c_str(),
-                torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Override>(op, stock, entries)));
+                torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Override>(op, std::move(*stock), entries)));
       libraries().push_back(std::move(lib));
     }
     std::atexit(write_report);

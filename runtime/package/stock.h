@@ -1,23 +1,36 @@
 // The stock kernels behind forge's overrides: what a call outside every forged
-// signature family runs. Registering our kernel at aten's CPU/CUDA key replaces
-// the stock one in the dispatcher, so it is called directly through the
-// per-backend entry points ATen exports (at::cpu::<op>, at::cuda::<op>),
-// one small adapter per op family forge can package.
+// signature family runs. Registering our kernel at aten's CPU/CUDA key puts it
+// above the stock one in the dispatcher; the stock kernel stays registered
+// below it, so the one the dispatcher computed for that key before the
+// override is kept and called directly. Any op with a kernel for the backend
+// (its own, or a CompositeExplicitAutograd one) has its stock fallback.
 #pragma once
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace forge::package {
 
-// Runs the stock `op` ("aten::_softmax", "aten::mean.dim") on the boxed
-// arguments `args` (all schema arguments, in order) for the backend.
-using StockFn = std::vector<c10::IValue> (*)(const std::vector<c10::IValue>& args);
+class Stock {
+ public:
+  // The kernel `op` runs at the backend's key now (before the override);
+  // nullopt, with *why, when the backend has none to fall back to.
+  static std::optional<Stock> before_override(const c10::OperatorHandle& op, bool cuda, std::string* why);
+  // Runs it on the boxed arguments (all schema arguments, in order).
+  std::vector<c10::IValue> operator()(const std::vector<c10::IValue>& args) const;
 
-// nullptr when forge has no stock adapter for the op on that backend (then the
-// op is not overridden at all: nothing could run the calls the guard refuses).
-StockFn stock_kernel(const std::string& op, bool cuda);
+ private:
+  Stock(c10::OperatorHandle op, c10::KernelFunction kernel, c10::DispatchKey key)
+      : m_op(std::move(op)), m_kernel(std::move(kernel)), m_key(key) {}
+  c10::OperatorHandle m_op;
+  // A copy, holding the kernel's functor: the dispatch table's own entry is
+  // recomputed (and its handles invalidated) when the override registers.
+  c10::KernelFunction m_kernel;
+  c10::DispatchKey m_key;
+};
 
 }  // namespace forge::package

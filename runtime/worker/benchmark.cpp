@@ -147,14 +147,20 @@ std::optional<Failure> benchmark(Judge& j, const CasePlan& plan, const json& req
       at::parallel_for(0, at::get_num_threads(), 1, [](int64_t, int64_t) {});
     j.dev.synchronize(j.stream);
   };
+  // Stock changes the inputs the call changes (op_spec.h) in copies, made
+  // before the clock starts: the candidate reads the same inputs after it.
   auto time_stock = [&](Copy& cp, std::vector<at::Tensor>& outs) {
     torch::jit::Stack st = cp.c.args;
+    std::vector<at::Tensor> changed(st.size());
+    for (int i : j.spec.changed)
+      if (st[i].isTensor() && st[i].toTensor().defined()) st[i] = changed[i] = st[i].toTensor().clone();
     double us = j.dev.time_us(j.stream, [&] {
       at::AutoDispatchBelowADInplaceOrView below_autograd;
       j.spec.op->callBoxed(&st);
     });
     outs.clear();
     for (auto& v : st) outs.push_back(v.isTensor() ? v.toTensor() : at::Tensor());
+    for (int i : j.spec.extra_outputs) outs.push_back(changed[i]);
     return us;
   };
 

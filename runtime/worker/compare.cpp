@@ -38,8 +38,11 @@ Tolerance tolerance_for(const Family& family, c10::ScalarType out, std::optional
 std::vector<at::Tensor> call_stock(const OpSpec& spec, const std::vector<c10::IValue>& args, bool clone_inputs) {
   torch::jit::Stack stack;
   stack.reserve(args.size());
-  for (const auto& v : args) {
-    if (clone_inputs && v.isTensor() && v.toTensor().defined()) stack.emplace_back(v.toTensor().clone());
+  std::vector<at::Tensor> used(args.size());  // the tensors the call got (changed inputs: their new values)
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = args[i];
+    if (v.isTensor() && v.toTensor().defined()) used[i] = clone_inputs ? v.toTensor().clone() : v.toTensor();
+    if (used[i].defined()) stack.emplace_back(used[i]);
     else stack.push_back(v);
   }
   {
@@ -59,6 +62,7 @@ std::vector<at::Tensor> call_stock(const OpSpec& spec, const std::vector<c10::IV
       bad(spec.name + " returns a " + v.tagKind() + ", which the candidate ABI cannot express");
     }
   }
+  for (int i : spec.extra_outputs) outs.push_back(used[static_cast<size_t>(i)]);
   return outs;
 }
 

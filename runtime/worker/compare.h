@@ -21,8 +21,9 @@ namespace forge::worker {
 Tolerance tolerance_for(const Family& family, c10::ScalarType out, std::optional<c10::ScalarType> in);
 
 // Calls the stock kernel through the dispatcher, below autograd, on clones of
-// the tensor arguments. Returns the op's returns; throws RequestError when a
-// return is not a tensor.
+// the tensor arguments (clone_inputs) or on them. Returns the op's returns,
+// then the new value of each of spec.extra_outputs (the changed inputs no
+// return aliases); throws RequestError when a return is not a tensor.
 std::vector<at::Tensor> call_stock(const OpSpec& spec, const std::vector<c10::IValue>& args, bool clone_inputs);
 
 // Comparisons. `label` names the output ("" for a single output), `where` the

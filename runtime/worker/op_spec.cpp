@@ -49,6 +49,7 @@ void parse_record(const json& rec, ArgSpec& a, size_t index, bool cuda_available
   };
   if (t == "Tensor") {
     a.kind = ArgKind::Tensor;
+    a.changed = rec.value("changed", false);
     if (!rec.contains("dtype") || !rec["dtype"].is_string()) bad("args[" + std::to_string(index) + "]: no dtype");
     auto dt = parse_dtype(rec["dtype"].get<std::string>());
     if (!dt) bad("args[" + std::to_string(index) + "]: unknown dtype " + rec["dtype"].dump());
@@ -129,6 +130,26 @@ void parse_record(const json& rec, ArgSpec& a, size_t index, bool cuda_available
   }
 }
 
+// The changed inputs and where their new values go: the return that aliases
+// the argument (a written `Tensor(a!)` returned, as in-place ops do), else an
+// output after the op's returns.
+void note_changed_inputs(OpSpec& spec, const c10::FunctionSchema& schema) {
+  const auto& formal = schema.arguments();
+  const auto& returns = schema.returns();
+  for (size_t i = 0; i < spec.args.size(); ++i) {
+    if (!spec.args[i].changed || spec.args[i].kind != ArgKind::Tensor) continue;
+    spec.changed.push_back(static_cast<int>(i));
+    const c10::AliasInfo* in = formal[i].alias_info();
+    int returned = -1;
+    for (size_t k = 0; k < returns.size() && in && in->isWrite(); ++k) {
+      const c10::AliasInfo* out = returns[k].alias_info();
+      if (out && out->isWrite() && out->beforeSets() == in->beforeSets()) returned = static_cast<int>(k);
+    }
+    if (returned >= 0) spec.alias_returns.emplace_back(returned, static_cast<int>(i));
+    else spec.extra_outputs.push_back(static_cast<int>(i));
+  }
+}
+
 }  // namespace
 
 std::optional<c10::ScalarType> dtype_from_name(const std::string& name) { return parse_dtype(name); }
@@ -186,6 +207,7 @@ OpSpec parse_op(const json& req, bool cuda_available) {
     }
     spec.args.push_back(std::move(a));
   }
+  note_changed_inputs(spec, schema);
   return spec;
 }
 

@@ -35,6 +35,7 @@ struct ArgSpec {
   double f = 0;
   std::vector<int64_t> ints;
   std::string text;  // Str
+  bool changed = false;  // Tensor: the call changes it (the record's "changed")
 };
 
 struct OpSpec {
@@ -43,6 +44,13 @@ struct OpSpec {
   std::vector<ArgSpec> args;
   bool cuda = false;        // some tensor lives on a CUDA device
   std::string abi_problem;  // non-empty: the op cannot be expressed in the ABI
+  // Inputs the call changes (docs/CANDIDATE_ABI.md, "Changed inputs"): the
+  // capture saw their bits change (batch norm's running statistics in
+  // training) or the schema marks them written. Inputs stay read-only for a
+  // kernel; it returns each one's new value as an output instead.
+  std::vector<int> changed;                         // argument indices
+  std::vector<int> extra_outputs;                   // changed arguments no return aliases, after the returns
+  std::vector<std::pair<int, int>> alias_returns;   // (return k, argument i): return k is argument i (`add_`'s self)
 };
 
 // Finds the op in the dispatcher and rebuilds its argument records. Throws

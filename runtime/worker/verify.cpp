@@ -20,8 +20,12 @@ std::optional<Failure> check_results(Judge& j, const CallSet& cs, const std::vec
   const bool multi = ref.size() > 1;
   for (size_t k = 0; k < ref.size(); ++k) {
     std::string label;
-    if (multi) {
-      const std::string& n = j.spec.op->schema().returns()[k].name();
+    const auto& returns = j.spec.op->schema().returns();
+    if (k >= returns.size()) {  // a changed input's new value (compare.h, call_stock)
+      const auto& a = j.spec.args[static_cast<size_t>(j.spec.extra_outputs[k - returns.size()])];
+      label = "output " + std::to_string(k) + " (the new value of input " + a.name + ", which the call changes)";
+    } else if (multi) {
+      const std::string& n = returns[k].name();
       label = "output " + std::to_string(k) + (n.empty() ? "" : " (" + n + ")");
     }
     if (!ref[k].defined()) continue;

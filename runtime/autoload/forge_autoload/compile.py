@@ -217,6 +217,11 @@ def install(package_json=None, policy=None, library=None):
     by_op = {}
     for e in pkg.get("entries", []):
         use = e.get("under_compile", "inductor") if policy == "measured" else policy
+        if use == "forge" and any(isinstance(a, dict) and a.get("changed") for a in e.get("args", [])):
+            # The forged op changes an input: a traced graph's functional
+            # form has no place for that write, so Inductor keeps it.
+            _warn_once("%s: not routed under torch.compile: the call changes an input" % e.get("target", e["op"]))
+            continue
         if use == "forge":
             by_op.setdefault((e["op"], e.get("overload") or "default"), []).append(e)
     lib = _library(library) if by_op else None
