@@ -79,7 +79,9 @@ typedef struct forge_scalar {
 } forge_scalar;
 
 /* One call of the op. Tensor arguments in schema order go to `inputs`, all other
- * arguments in schema order to `scalars`; `outputs` are the op's returns in order. */
+ * arguments in schema order to `scalars`; `outputs` are the op's returns in order,
+ * then the new value of each input the call changes that no return is (training
+ * batch norm's running statistics; docs/CANDIDATE_ABI.md, "Changed inputs"). */
 typedef struct forge_call {
   const forge_tensor* inputs;
   int32_t n_inputs;
