@@ -63,6 +63,24 @@ bool contiguous(const json& t) {
   return true;
 }
 
+// Do dims [first, ndim) of tensor record `t` run through memory by one
+// stride? (dims of extent 1 take any stride; host_one_stride in
+// targets/_common/layer_norm_strided_parse.h is the kernels' side of it)
+bool one_stride(const json& t, size_t first) {
+  const auto sizes = t.value("sizes", std::vector<int64_t>{});
+  const auto strides = t.value("strides", std::vector<int64_t>{});
+  if (sizes.size() != strides.size()) return false;
+  bool seen = false;
+  int64_t next = 0;
+  for (size_t d = sizes.size(); d-- > first;) {
+    if (sizes[d] == 1) continue;
+    if (seen && strides[d] != next) return false;
+    seen = true;
+    next = strides[d] * sizes[d];
+  }
+  return true;
+}
+
 const json* first_tensor(const json& list) {
   for (const auto& a : list)
     if (a.is_object() && a.value("type", "") == "Tensor") return &a;
@@ -144,6 +162,13 @@ SignatureFacts signature_facts(const Target& target) {
   } else if (op == "native_layer_norm" || op == "_fused_rms_norm") {
     auto shape = ints_of(a[1]);
     if (!shape.empty()) f.row = product(shape);
+    // The row's dims: the input's trailing len(shape), and every dim of a
+    // weight or bias tensor.
+    if (!shape.empty() && shape.size() <= sizes.size()) {
+      f.row_one_stride = one_stride(*in, sizes.size() - shape.size());
+      for (size_t k = 2; k < a.size() && k < 4; ++k)
+        if (a[k].is_object() && a[k].value("type", "") == "Tensor") f.row_one_stride &= one_stride(a[k], 0);
+    }
   } else if (op == "mean.dim") {
     auto dims = ints_of(a[1]);
     std::vector<int64_t> reduced;
@@ -283,25 +308,37 @@ std::vector<std::string> unmet_conditions(const Strategy& s, const Target& targe
   const std::string out_dtype = out ? out->value("dtype", "") : "";
   if (out && !listed(s.applies.value("out_dtype", json()), out_dtype))
     miss("out_dtype in " + list_text(s.applies["out_dtype"]) + " (here " + out_dtype + ")", 8);
-  // layout: one name or a list. "contiguous"/"nchw" need a row-major input; other
-  // layouts (channels_last) are left to the kernel's own run-time check.
-  json layouts = s.applies.value("layout", json());
-  if (layouts.is_string()) layouts = json::array({layouts});
-  if (layouts.is_array() && !layouts.empty()) {
-    bool ok = false;
-    for (const auto& l : layouts) {
-      const std::string name = l.is_string() ? l.get<std::string>() : "";
-      ok |= ((name == "contiguous" || name == "nchw") && contiguous(*in)) ||
-            (name != "contiguous" && name != "nchw");
-    }
-    if (!ok)
-      miss("layout " + list_text(layouts) + " (here strides " + in->value("strides", json::array()).dump() +
-               " for sizes " + in->value("sizes", json::array()).dump() + ")",
-           8);
-  }
   // Extents and shape facts (signature_facts); a condition on a fact the op
   // does not have fails, so a strategy is never tried where it cannot apply.
   const SignatureFacts f = signature_facts(target);
+  // layout: one name or a list. "contiguous"/"nchw" need a row-major input;
+  // "strided_rows" a non-contiguous one whose row dims step by one stride
+  // (SignatureFacts::row_one_stride); other layouts (channels_last) are left
+  // to the kernel's own run-time check.
+  json layouts = s.applies.value("layout", json());
+  if (layouts.is_string()) layouts = json::array({layouts});
+  if (layouts.is_array() && !layouts.empty()) {
+    const bool row_major = contiguous(*in);
+    bool ok = false, strided_listed = false;
+    for (const auto& l : layouts) {
+      const std::string name = l.is_string() ? l.get<std::string>() : "";
+      if (name == "contiguous" || name == "nchw") ok |= row_major;
+      else if (name == "strided_rows") {
+        ok |= !row_major && f.row_one_stride;
+        strided_listed = true;
+      } else {
+        ok = true;
+      }
+    }
+    // A strided input whose row does not step by one stride is nearer to a
+    // strided_rows strategy than to a contiguous one (4 against 8).
+    const bool near = strided_listed && !row_major;
+    if (!ok)
+      miss("layout " + list_text(layouts) + " (here strides " + in->value("strides", json::array()).dump() +
+               " for sizes " + in->value("sizes", json::array()).dump() +
+               (near ? ": the row's dims do not step by one stride" : "") + ")",
+           near ? 4 : 8);
+  }
   const json& ap = s.applies;
   for (const auto& [key, fact] : {std::pair<const char*, std::optional<int64_t>>{"row", f.row},
                                   {"plane", f.plane}, {"slice", f.slice}, {"groups", f.groups}}) {

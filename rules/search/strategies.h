@@ -5,9 +5,9 @@
 // content-addressed like any candidate.
 //
 // `applies:` is matched here on what the signature says for sure (input dtype,
-// output dtype, contiguous layout); every template checks its full assumptions
-// again at run time and returns nonzero outside them, which verification counts
-// as a failure.
+// output dtype, layout: contiguous, or strided with rows of one stride); every
+// template checks its full assumptions again at run time and returns nonzero
+// outside them, which verification counts as a failure.
 #pragma once
 
 #include <filesystem>
@@ -72,6 +72,10 @@ std::vector<nlohmann::json> param_neighbours(const Strategy& s, const nlohmann::
 struct SignatureFacts {
   std::optional<int64_t> row, plane, slice, groups;
   bool dim_last = false;         // softmax over the last dim
+  // layer_norm, rms_norm: the row's dims (normalized_shape's, in the input and
+  // in weight/bias) step through memory by one stride, whatever the outer
+  // dims' strides (applies: {layout: strided_rows}).
+  bool row_one_stride = false;
   bool reduce_trailing = false;  // mean over the trailing dims
   std::optional<bool> training;  // batch_norm
   // FORGE_DTYPES (runtime/abi/forge_kernel.h): 1 << code of every float

@@ -179,6 +179,134 @@ TEST_CASE("applies: batch_norm's strategies take inference calls only (training 
       for (const auto& s : load_strategies(f)) CHECK_FALSE(strategy_applies(s, t, "cuda"));
 }
 
+namespace {
+// native_layer_norm over the last len(shape) dims of a float32 input of these
+// sizes and strides, with weight and bias; out contiguous, as stock allocates it.
+Target layer_norm_target(std::vector<long> sizes, std::vector<long> strides, std::vector<long> shape) {
+  auto record = [](std::vector<long> sz, std::vector<long> st) {
+    return json{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", sz}, {"strides", st}};
+  };
+  std::vector<long> packed(sizes.size(), 1);
+  for (size_t d = sizes.size() - 1; d-- > 0;) packed[d] = packed[d + 1] * sizes[d + 1];
+  std::vector<long> wst(shape.size(), 1);
+  for (size_t d = shape.size() - 1; d-- > 0;) wst[d] = wst[d + 1] * shape[d + 1];
+  Target t;
+  t.op = "native_layer_norm";
+  t.args = json::array({record(sizes, strides), {{"type", "int[]"}, {"value", shape}}, record(shape, wst),
+                        record(shape, wst), {{"type", "float"}, {"value", 1e-5}}});
+  t.outputs = json::array({record(sizes, packed)});
+  return t;
+}
+std::vector<std::string> applying(const Target& t) {
+  std::vector<std::string> names;
+  for (const auto& f : load_families(default_targets_dir()))
+    if (f.name == "layer_norm")
+      for (const auto& s : load_strategies(f))
+        if (strategy_applies(s, t, "cpu")) names.push_back(s.name);
+  return names;
+}
+}  // namespace
+
+// The contiguous templates take contiguous inputs only; `strided` takes exactly
+// the non-contiguous calls whose normalized dims step by one stride (what its
+// kernel handles, any outer strides), and names that condition otherwise.
+TEST_CASE("applies: layer_norm's strided strategy takes the strided calls it handles, and says why not") {
+  using names = std::vector<std::string>;
+  CHECK(applying(layer_norm_target({32, 64}, {64, 1}, {64})) == names{"two_pass", "one_read"});
+  CHECK(applying(layer_norm_target({32, 64}, {1, 32}, {64})) == names{"strided"});            // x.t()
+  CHECK(applying(layer_norm_target({20, 4, 48}, {48, 960, 1}, {48})) == names{"strided"});   // transpose(0, 1)
+  CHECK(applying(layer_norm_target({5, 3, 7}, {7, 0, 1}, {7})) == names{"strided"});         // a broadcast dim
+  CHECK(applying(layer_norm_target({48, 4, 20}, {1, 960, 48}, {4, 20})) == names{"strided"});  // two dims, one stride
+  // Two normalized dims that are permuted in memory: no strategy; the nearest
+  // is `strided`, and the reason says what it needs.
+  const Target permuted = layer_norm_target({4, 8, 16}, {128, 1, 8}, {8, 16});
+  CHECK(applying(permuted).empty());
+  std::vector<Strategy> all;
+  for (const auto& f : load_families(default_targets_dir()))
+    if (f.name == "layer_norm") all = load_strategies(f);
+  auto nearest = nearest_strategy(all, permuted, "cpu");
+  REQUIRE(nearest);
+  CHECK(nearest->strategy->name == "strided");
+  CHECK(nearest->unmet == names{"layout [strided_rows] (here strides [128,1,8] for sizes [4,8,16]: the row's dims "
+                                "do not step by one stride)"});
+  Target f64 = layer_norm_target({32, 64}, {1, 32}, {64});
+  f64.args[0]["dtype"] = "float64";
+  CHECK(applying(f64).empty());
+  nearest = nearest_strategy(all, f64, "cpu");
+  REQUIRE(nearest);
+  CHECK(nearest->strategy->name == "strided");
+  CHECK(nearest->unmet == names{"dtype in [float32, bfloat16, float16] (here float64)"});
+}
+
+// The strided instance the search tries first, on a transposed call (W rows
+// per vector plus a partial block) against a float64 reference, and its
+// refusal of a call whose normalized dims are permuted.
+TEST_CASE("layer_norm's strided instance computes a transposed call and declines a permuted row") {
+  const int64_t M = 19, N = 37;  // x = base.t(), base [N, M] contiguous
+  std::vector<Strategy> all;
+  for (const auto& f : load_families(default_targets_dir()))
+    if (f.name == "layer_norm") all = load_strategies(f);
+  const Strategy* strided = nullptr;
+  for (const auto& s : all)
+    if (s.name == "strided") strided = &s;
+  REQUIRE(strided);
+  const Target target = layer_norm_target({M, N}, {1, M}, {N});
+  test::TempDir tmp;
+  test::write_text(tmp / "candidate.cpp", instantiate(*strided, param_grid(*strided).front(), signature_facts(target)));
+  Command compile;
+  compile.argv = compile_flags(CandidateLang::Cpp, "");
+  for (std::string a : {(tmp / "candidate.cpp").string(), std::string("-o"), (tmp / "candidate.so").string()})
+    compile.argv.push_back(a);
+  compile.timeout_seconds = 120;
+  const CommandResult built = make_process_runner()->run(compile);
+  REQUIRE_MESSAGE(built.ok(), built.err);
+  std::unique_ptr<void, int (*)(void*)> lib(dlopen((tmp / "candidate.so").c_str(), RTLD_NOW | RTLD_LOCAL), dlclose);
+  REQUIRE_MESSAGE(lib, dlerror());
+  void* entry = dlsym(lib.get(), "forge_kernel");
+  REQUIRE(entry);
+  auto kernel = reinterpret_cast<int (*)(const forge_call*)>(entry);
+
+  std::vector<float> base(N * M), w(N), b(N), y(M * N, NAN), mean(M, NAN), rstd(M, NAN);
+  for (size_t i = 0; i < base.size(); ++i) base[i] = std::sin(0.7f * static_cast<float>(i)) * 2.0f + 1.0f;
+  for (int64_t c = 0; c < N; ++c) w[c] = 0.5f + 0.01f * c, b[c] = 0.1f * c - 1.0f;
+  auto tensor = [](void* data, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+    forge_tensor t{};
+    t.data = data, t.ndim = static_cast<int32_t>(sizes.size()), t.dtype = FORGE_FLOAT32;
+    for (size_t d = 0; d < sizes.size(); ++d) t.sizes[d] = sizes[d], t.strides[d] = strides[d];
+    return t;
+  };
+  forge_tensor in[3] = {tensor(base.data(), {M, N}, {1, M}), tensor(w.data(), {N}, {1}), tensor(b.data(), {N}, {1})};
+  forge_tensor out[3] = {tensor(y.data(), {M, N}, {N, 1}), tensor(mean.data(), {M, 1}, {1, 1}),
+                         tensor(rstd.data(), {M, 1}, {1, 1})};
+  forge_scalar scalars[2] = {};
+  scalars[0].kind = FORGE_ARG_INT_LIST, scalars[0].len = 1, scalars[0].ints[0] = N;
+  scalars[1].kind = FORGE_ARG_FLOAT, scalars[1].f = 1e-5;
+  const forge_call call{in, 3, out, 3, scalars, 2, nullptr, 0, nullptr};
+  REQUIRE(kernel(&call) == 0);
+  for (int64_t r = 0; r < M; ++r) {
+    double mu = 0, var = 0;
+    for (int64_t c = 0; c < N; ++c) mu += base[c * M + r];
+    mu /= N;
+    for (int64_t c = 0; c < N; ++c) var += (base[c * M + r] - mu) * (base[c * M + r] - mu);
+    const double rs = 1.0 / std::sqrt(var / N + 1e-5);
+    CHECK(std::fabs(mean[r] - mu) <= 1e-5);
+    CHECK(std::fabs(rstd[r] - rs) <= 1e-5 * rs);
+    for (int64_t c = 0; c < N; ++c)
+      CHECK(std::fabs(y[r * N + c] - ((base[c * M + r] - mu) * rs * w[c] + b[c])) <= 1e-5);
+  }
+  // normalized_shape [M, N] over a [1, M, N] view with strides {.., 1, M}: the
+  // two normalized dims are permuted in memory, no one stride: declined.
+  in[0] = tensor(base.data(), {1, M, N}, {M * N, 1, M});
+  out[0] = tensor(y.data(), {1, M, N}, {M * N, N, 1});
+  out[1] = tensor(mean.data(), {1, 1, 1}, {1, 1, 1});
+  out[2] = tensor(rstd.data(), {1, 1, 1}, {1, 1, 1});
+  scalars[0].len = 2, scalars[0].ints[0] = M, scalars[0].ints[1] = N;
+  in[1] = tensor(w.data(), {M, N}, {N, 1});  // sizes only; weight and bias absent below
+  in[1].data = nullptr, in[1].ndim = -1;
+  in[2] = in[1];
+  CHECK(kernel(&call) != 0);
+}
+
 TEST_CASE("param_neighbours: one parameter moved one step along its list") {
   Strategy s;
   s.name = "k";
