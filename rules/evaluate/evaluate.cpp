@@ -17,6 +17,10 @@ json static_json(const std::vector<StaticViolation>& violations) {
   return list;
 }
 
+// A partial sample's fields (docs/CAPTURE.md, "Samples"), passed on to the
+// worker with the file.
+constexpr const char* kPartialSampleKeys[] = {"sampling", "stored_numel", "min", "max"};
+
 // Per-arg sample entries of one captured call: the capture's {"inputs": [...]}
 // or a bare list.
 const json& sample_entries(const json& sample) {
@@ -30,8 +34,12 @@ const json& sample_entries(const json& sample) {
 std::string samples_digest(const Target& target) {
   Hasher h;
   for (const auto& s : target.sample_inputs)
-    for (const auto& e : sample_entries(s))
+    for (const auto& e : sample_entries(s)) {
       h.add("arg", e.is_object() ? e.value("digest", "") : "");
+      if (!e.is_object()) continue;
+      for (const char* key : kPartialSampleKeys)
+        if (e.contains(key)) h.add(key, e[key].dump());
+    }
   return h.hex();
 }
 
@@ -65,7 +73,10 @@ json materialize_samples(BuildContext& ctx, const Target& target) {
       if (path.empty())
         throw Error("captured sample " + digest.substr(0, 12) + " of " + target.id +
                     " is missing from the store: run `forge capture` again");
-      inputs.push_back({{"file", path.string()}});
+      json in = {{"file", path.string()}};
+      for (const char* key : kPartialSampleKeys)
+        if (e.contains(key)) in[key] = e[key];
+      inputs.push_back(std::move(in));
     }
     samples.push_back({{"inputs", inputs}});
   }
