@@ -1,6 +1,7 @@
 #include "rules/evaluate/evaluate.h"
 
 #include "rules/capture/ceiling.h"
+#include "rules/evaluate/timeout.h"
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -125,9 +126,10 @@ std::vector<json> evaluate_candidates(BuildContext& ctx, Executor& executor, con
   json samples;  // materialized on first use
   const std::string op = split_op(target.op).first, overload = split_op(target.op).second;
   const json bench = bench_settings(ctx, settings);
+  const double timeout = eval_timeout::limit(settings.timeout_seconds, target.bytes);
   const json settings_json = {{"seed", settings.seed},
                               {"bench", bench},
-                              {"timeout_seconds", settings.timeout_seconds}};
+                              {"timeout_seconds", timeout}};
   for (size_t k = 0; k < compiled.size(); ++k) {
     json& rec = records[compiled_index[k]];
     const CompileResult& c = compiled[k];
@@ -166,7 +168,7 @@ std::vector<json> evaluate_candidates(BuildContext& ctx, Executor& executor, con
       req.candidate = so_path;
       req.seed = settings.seed;
       req.bench = bench;
-      req.timeout_seconds = settings.timeout_seconds;
+      req.timeout_seconds = timeout;
       EvalResult r = executor.evaluate(req);
       if (r.verdict == "error") return failed_record(r.reason, r.detail);
       json out{{"status", "ok"},      {"verdict", r.verdict}, {"reason", r.reason},
