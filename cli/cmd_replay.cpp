@@ -34,7 +34,7 @@ double parse_positive(const std::string& option, const std::string& v) {
 // Positionals, --timeout, and (bisect) --slower-than / --fails-on.
 struct Args {
   std::vector<std::string> positional;
-  double timeout = 60;
+  std::optional<double> timeout;  // unset: grows with the target's bytes (rules/evaluate/timeout.h)
   std::optional<double> slower_than;
   std::optional<std::string> fails_on;
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "cli/evaluation.h"
 #include "util/atomic_file.h"
@@ -20,7 +21,7 @@ const char* kUsage = "usage: forge try TARGET FILE [--json] [--timeout SECONDS]"
 struct TryArgs {
   std::string target;
   fs::path file;
-  double timeout = 60;
+  std::optional<double> timeout;  // unset: grows with the target's bytes (rules/evaluate/timeout.h)
 };
 
 TryArgs parse(const Invocation& inv) {
@@ -34,7 +35,7 @@ TryArgs parse(const Invocation& inv) {
       try {
         size_t used = 0;
         a.timeout = std::stod(v, &used);
-        if (used != v.size() || !(a.timeout > 0)) throw std::invalid_argument(v);
+        if (used != v.size() || !(*a.timeout > 0)) throw std::invalid_argument(v);
       } catch (const std::exception&) {
         throw UsageError("--timeout needs a positive number of seconds, got '" + v + "'");
       }

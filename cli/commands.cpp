@@ -214,7 +214,8 @@ const std::vector<CommandDef>& commands() {
        "  TARGET       a target id or any unique prefix of one\n"
        "  FILE         a .cpp (CPU backend) or .cu (CUDA backend) defining forge_kernel\n"
        "               (runtime/abi/forge_kernel.h, docs/CANDIDATE_ABI.md)\n"
-       "  --timeout S  seconds the evaluation may take (default 60)\n"},
+       "  --timeout S  seconds the evaluation may take (default: 60 plus 1 per 10 MB\n"
+       "               the call moves, at most 3600)\n"},
       {"log", "log [TARGET]", "the accepted kernels committed to git history, newest first",
        cmd_log, "  TARGET   only this target's commits (an id or any prefix of one)\n"},
       {"diff", "diff A B", "diff the kernels of two history revisions (forge/kernels~1 ...)",
@@ -224,14 +225,16 @@ const std::vector<CommandDef>& commands() {
        cmd_replay,
        "  REV          a history revision (default: the tip of forge/kernels)\n"
        "  TARGET       only this target (an id or any prefix of one)\n"
-       "  --timeout S  seconds each evaluation may take (default 60)\n"},
+       "  --timeout S  seconds each evaluation may take (default: 60 plus 1 per 10 MB\n"
+       "               the call moves, at most 3600)\n"},
       {"bisect", "bisect TARGET --slower-than US | --fails-on INPUT",
        "the first history commit whose kernel is slower than US µs or fails on INPUT",
        cmd_bisect,
        "  --slower-than US  the first commit whose kernel's median is above US microseconds\n"
        "  --fails-on INPUT  the first commit whose kernel is rejected on INPUT: a verification\n"
        "                    case ('sample 0') or a file of inputs (docs/HISTORY.md)\n"
-       "  --timeout S       seconds each evaluation may take (default 60)\n"},
+       "  --timeout S       seconds each evaluation may take (default: 60 plus 1 per\n"
+       "                    10 MB the call moves, at most 3600)\n"},
       {"run", "run [--json-report FILE] [--unchecked] -- COMMAND...",
        "run a program with the forged kernels loaded; prints forged/fallback calls", cmd_run,
        "  --json-report FILE  write the forged/fallback counts per op and signature to FILE\n"

@@ -1,6 +1,7 @@
 #include "rules/evaluate/evaluate.h"
 
 #include "rules/capture/ceiling.h"
+#include "rules/evaluate/timeout.h"
 #include "util/error.h"
 #include "util/hash.h"
 
@@ -17,6 +18,10 @@ json static_json(const std::vector<StaticViolation>& violations) {
   return list;
 }
 
+// A partial sample's fields (docs/CAPTURE.md, "Samples"), passed on to the
+// worker with the file.
+constexpr const char* kPartialSampleKeys[] = {"sampling", "stored_numel", "min", "max"};
+
 // Per-arg sample entries of one captured call: the capture's {"inputs": [...]}
 // or a bare list.
 const json& sample_entries(const json& sample) {
@@ -30,8 +35,12 @@ const json& sample_entries(const json& sample) {
 std::string samples_digest(const Target& target) {
   Hasher h;
   for (const auto& s : target.sample_inputs)
-    for (const auto& e : sample_entries(s))
+    for (const auto& e : sample_entries(s)) {
       h.add("arg", e.is_object() ? e.value("digest", "") : "");
+      if (!e.is_object()) continue;
+      for (const char* key : kPartialSampleKeys)
+        if (e.contains(key)) h.add(key, e[key].dump());
+    }
   return h.hex();
 }
 
@@ -65,7 +74,10 @@ json materialize_samples(BuildContext& ctx, const Target& target) {
       if (path.empty())
         throw Error("captured sample " + digest.substr(0, 12) + " of " + target.id +
                     " is missing from the store: run `forge capture` again");
-      inputs.push_back({{"file", path.string()}});
+      json in = {{"file", path.string()}};
+      for (const char* key : kPartialSampleKeys)
+        if (e.contains(key)) in[key] = e[key];
+      inputs.push_back(std::move(in));
     }
     samples.push_back({{"inputs", inputs}});
   }
@@ -114,9 +126,10 @@ std::vector<json> evaluate_candidates(BuildContext& ctx, Executor& executor, con
   json samples;  // materialized on first use
   const std::string op = split_op(target.op).first, overload = split_op(target.op).second;
   const json bench = bench_settings(ctx, settings);
+  const double timeout = eval_timeout::limit(settings.timeout_seconds, target.bytes);
   const json settings_json = {{"seed", settings.seed},
                               {"bench", bench},
-                              {"timeout_seconds", settings.timeout_seconds}};
+                              {"timeout_seconds", timeout}};
   for (size_t k = 0; k < compiled.size(); ++k) {
     json& rec = records[compiled_index[k]];
     const CompileResult& c = compiled[k];
@@ -155,7 +168,7 @@ std::vector<json> evaluate_candidates(BuildContext& ctx, Executor& executor, con
       req.candidate = so_path;
       req.seed = settings.seed;
       req.bench = bench;
-      req.timeout_seconds = settings.timeout_seconds;
+      req.timeout_seconds = timeout;
       EvalResult r = executor.evaluate(req);
       if (r.verdict == "error") return failed_record(r.reason, r.detail);
       json out{{"status", "ok"},      {"verdict", r.verdict}, {"reason", r.reason},

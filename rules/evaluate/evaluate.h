@@ -23,6 +23,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "engine/build.h"
@@ -36,8 +37,9 @@ namespace forge {
 struct EvalSettings {
   uint64_t seed = 1234;
   nlohmann::json bench = {{"warmup", 5}, {"reps", 30}, {"min_seconds", 0.2}, {"max_seconds", 10}};
-  // Per candidate, in the worker: must cover verification plus bench.max_seconds.
-  double timeout_seconds = 60;
+  // Per candidate, in the worker: set (--timeout), this limit; unset, the
+  // limit grows with the bytes the target's call moves (rules/evaluate/timeout.h).
+  std::optional<double> timeout_seconds;
 };
 
 // The benchmark settings the worker gets for ctx's backend.

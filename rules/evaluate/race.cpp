@@ -1,6 +1,7 @@
 #include "rules/evaluate/race.h"
 
 #include "util/hash.h"
+#include "rules/evaluate/timeout.h"
 
 namespace forge {
 using nlohmann::json;
@@ -59,7 +60,7 @@ std::optional<json> race_kernels(BuildContext& ctx, Executor& executor, const Ta
       req.candidate = is_tip ? tip_path : challenger_path;
       req.seed = settings.seed + 7919 * static_cast<uint64_t>(round + 1);
       req.bench = bench;
-      req.timeout_seconds = settings.timeout_seconds;
+      req.timeout_seconds = eval_timeout::limit(settings.timeout_seconds, target.bytes);
       req.mode = "race";
       EvalResult r = executor.evaluate(req);
       seconds += r.seconds;

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "../common/sample_part.h"
 #include "json.h"
 #include "op_facts.h"
 #include "state.h"
@@ -127,6 +128,8 @@ std::string flush_impl(State& st) {
   json::num(js, static_cast<int64_t>(st.cfg.samples));
   js += ",\n\"max_sample_bytes\":";
   json::num(js, st.cfg.max_bytes);
+  js += ",\n\"max_sample_tensor_bytes\":";
+  json::num(js, sample_part::tensor_limit_bytes(st.cfg.max_bytes));
   js += ",\n\"sample_bytes\":";
   json::num(js, st.sample_bytes.load());
   js += ",\n\"sample_files\":";

@@ -16,26 +16,53 @@
 
 #include <mutex>
 
+#include "../common/sample_part.h"
 #include "json.h"
 #include "report.h"
 
 namespace forge::capture {
 namespace {
 
-int64_t estimate_bytes(const c10::IValue& v) {
+// Elements of t a sample stores (sample_part.h): all, or its leading blocks.
+int64_t stored_numel(const State& st, const at::Tensor& t) {
+  const int64_t limit = sample_part::tensor_limit_bytes(st.cfg.max_bytes) / static_cast<int64_t>(t.element_size());
+  return sample_part::stored_numel(t.sizes(), limit);
+}
+
+// The bytes a sample of v writes.
+int64_t estimate_bytes(const State& st, const c10::IValue& v) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
-    return t.defined() ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()) : 0;
+    return t.defined() ? stored_numel(st, t) * static_cast<int64_t>(t.element_size()) : 0;
   }
   int64_t n = 0;
   if (v.isTensorList()) {
     auto l = v.toTensorList();
-    for (size_t i = 0; i < l.size(); ++i) n += estimate_bytes(c10::IValue(l.get(i)));
+    for (size_t i = 0; i < l.size(); ++i) n += estimate_bytes(st, c10::IValue(l.get(i)));
   } else if (v.isList()) {
     auto l = v.toList();
-    for (size_t i = 0; i < l.size(); ++i) n += estimate_bytes(l.get(i));
+    for (size_t i = 0; i < l.size(); ++i) n += estimate_bytes(st, l.get(i));
   }
   return n;
+}
+
+// The leading `count` elements of t in row-major order, as a view: index 0 on
+// the outer dims, the first count / inner slices of the next one, where inner
+// (the trailing dims' product) divides count as stored_numel makes it.
+at::Tensor leading_view(const at::Tensor& t, int64_t count) {
+  if (count >= t.numel()) return t;
+  int64_t inner = 1;
+  int64_t d = t.dim();
+  while (d > 0 && inner * t.size(d - 1) <= count) inner *= t.size(--d);
+  // Here inner * size(d - 1) > count: keep dims d - 1.. of element 0 of the rest.
+  at::Tensor v = t;
+  for (int64_t k = 0; k + 1 < d; ++k) v = v.select(0, 0);
+  return v.narrow(0, 0, count / inner);
+}
+
+bool is_integer(const at::Tensor& t) {
+  return !at::isFloatingType(t.scalar_type()) && !at::isComplexType(t.scalar_type()) &&
+         t.scalar_type() != c10::ScalarType::Bool;
 }
 
 bool has_tensor(const c10::IValue& v) {
@@ -58,11 +85,12 @@ void sample_value(State& st, const c10::IValue& v, ArgKind kind, bool snapshot, 
       s.json += "null";
       return;
     }
-    at::Tensor c = t.detach();
+    const int64_t numel = t.numel(), count = stored_numel(st, t);
+    at::Tensor c = leading_view(t.detach(), count);
     if (c.is_conj()) c = c.resolve_conj();
     if (c.is_neg()) c = c.resolve_neg();
     c = c.to(at::kCPU).contiguous();
-    if (snapshot && c.data_ptr() == t.data_ptr()) c = c.clone();
+    if (snapshot && c.is_alias_of(t)) c = c.clone();
     int64_t nbytes = static_cast<int64_t>(c.numel()) * static_cast<int64_t>(c.element_size());
     std::string file = std::to_string(st.pid) + "-" + std::to_string(st.next_sample++) + ".bin";
     s.json += "{\"type\":\"Tensor\",\"file\":";
@@ -73,6 +101,22 @@ void sample_value(State& st, const c10::IValue& v, ArgKind kind, bool snapshot, 
     json::num(s.json, static_cast<int64_t>(t.storage_offset()));
     s.json += ",\"nbytes\":";
     json::num(s.json, nbytes);
+    if (count < numel) {
+      // A partial sample: the scheme, the elements stored and, for integers,
+      // the whole tensor's range (where indices must stay valid).
+      s.json += ",\"sampling\":";
+      json::str(s.json, sample_part::kScheme);
+      s.json += ",\"stored_numel\":";
+      json::num(s.json, count);
+      if (is_integer(t)) {
+        // On the tensor's device, before anything is copied.
+        auto [lo, hi] = t.detach().aminmax();
+        s.json += ",\"min\":";
+        json::num(s.json, lo.item<int64_t>());
+        s.json += ",\"max\":";
+        json::num(s.json, hi.item<int64_t>());
+      }
+    }
     s.json += '}';
     s.files.emplace_back(st.cfg.dir + "/" + file, std::move(c));
     s.bytes += nbytes;
@@ -118,7 +162,7 @@ bool in_graph_capture(c10::ArrayRef<const c10::IValue> inputs, bool any_cuda) {
 std::optional<Sample> take_sample(State& st, const OpInfo& op, c10::ArrayRef<const c10::IValue> inputs,
                                   bool snapshot) {
   int64_t est = 0;
-  for (const auto& v : inputs) est += estimate_bytes(v);
+  for (const auto& v : inputs) est += estimate_bytes(st, v);
   if (st.sample_bytes.load() + est > st.cfg.max_bytes) return std::nullopt;
   at::DisableRecordFunctionGuard no_record;
   at::NoGradGuard no_grad;

@@ -1,7 +1,8 @@
 // The capture's samples: copies of a call's real inputs, taken in the start
 // callback (inputs() is valid only there, and in-place ops have not yet changed
 // them), written as <pid>-<n>.bin within the per-process byte cap and recorded
-// on the entry as {"inputs": [...]} (docs/CAPTURE.md, "Samples").
+// on the entry as {"inputs": [...]} (docs/CAPTURE.md, "Samples"). A tensor over
+// the per-tensor limit is stored in part (runtime/common/sample_part.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -29,7 +30,8 @@ struct Sample {
 // Whether the current CUDA stream is capturing a graph (a copy would break it).
 bool in_graph_capture(c10::ArrayRef<const c10::IValue> inputs, bool any_cuda);
 
-// Copies the call's inputs. Returns nullopt when the byte cap does not allow it.
+// Copies the call's inputs, each tensor whole or its leading part. Returns
+// nullopt when the byte cap does not allow even that.
 // `snapshot`: the copies must not share memory with the inputs.
 std::optional<Sample> take_sample(State& st, const OpInfo& op, c10::ArrayRef<const c10::IValue> inputs,
                                   bool snapshot);

@@ -7,9 +7,11 @@
 #include "cases.h"
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
 
+#include "../common/sample_part.h"
 #include "compare.h"
 #include "op_args_detail.h"
 
@@ -70,24 +72,47 @@ const json& sample_entries(const json& samples, int k) {
   return s;
 }
 
-void load_sample(at::Tensor& target, const ArgSpec& a, const json& entry, const std::string& samples_dir) {
+// Elements of the tensor a sample entry's file holds: "stored_numel" for a
+// partial sample (docs/CAPTURE.md, "Samples"), else all of them.
+int64_t entry_stored_numel(const json& entry, int64_t numel) {
+  if (!entry.contains("stored_numel")) return numel;
+  const json& n = entry["stored_numel"];
+  if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > numel)
+    bad("sample entry's \"stored_numel\" must be an integer in [1, " + std::to_string(numel) + "]");
+  return n.get<int64_t>();
+}
+
+// Fills `target` from the sample file; a partial sample's block is repeated
+// (runtime/common/sample_part.h). Returns the elements the file held.
+int64_t load_sample(at::Tensor& target, const ArgSpec& a, const json& entry, const std::string& samples_dir) {
   std::string path = resolve_sample_path(entry, samples_dir);
-  int64_t numel = c10::multiply_integers(a.sizes);
-  int64_t bytes = numel * static_cast<int64_t>(c10::elementSize(a.dtype));
+  const int64_t numel = c10::multiply_integers(a.sizes);
+  const int64_t stored = entry_stored_numel(entry, numel);
+  const int64_t elem = static_cast<int64_t>(c10::elementSize(a.dtype));
+  const int64_t bytes = stored * elem;
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) bad("cannot read sample file " + path);
   int64_t size = static_cast<int64_t>(in.tellg());
   if (size != bytes)
     bad("sample file " + path + " has " + std::to_string(size) + " bytes, expected " + std::to_string(bytes) +
-        " for " + dtype_text(a.dtype) + c10::str(c10::IntArrayRef(a.sizes)));
+        " for " + (stored < numel ? std::to_string(stored) + " of the elements of " : std::string()) +
+        dtype_text(a.dtype) + c10::str(c10::IntArrayRef(a.sizes)));
   in.seekg(0);
   at::Tensor host = at::empty(a.sizes, at::TensorOptions().dtype(a.dtype).device(c10::kCPU));
   if (bytes > 0 && !in.read(static_cast<char*>(host.data_ptr()), bytes)) bad("cannot read sample file " + path);
+  // Tiling: the filled prefix, a whole number of blocks, doubles until it covers the tensor.
+  char* base = static_cast<char*>(host.data_ptr());
+  for (int64_t filled = stored; filled < numel;) {
+    const int64_t n = std::min(filled, numel - filled);
+    std::memcpy(base + filled * elem, base, static_cast<size_t>(n * elem));
+    filled += n;
+  }
   at::Tensor dst = distinct_view(target);
   at::Tensor src = host;
   for (int64_t d = 0; d < target.dim(); ++d)
     if (target.stride(d) == 0 && target.size(d) > 1) src = src.narrow(d, 0, 1);
   dst.copy_(src);
+  return stored;
 }
 
 // Selects row `r` of t along `dim` (a 1-D view).
@@ -232,8 +257,8 @@ Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, co
                             plan.shift_elems);
     const json* entry = entries ? &(*entries)[i] : nullptr;
     if (entry && entry->is_object() && entry->contains("file") && (*entry)["file"].is_string()) {
-      load_sample(b.t, a, *entry, samples_dir);
-      c.origin.push_back("captured");
+      const int64_t stored = load_sample(b.t, a, *entry, samples_dir);
+      c.origin.push_back(sample_part::origin(stored, c10::multiply_integers(a.sizes)));
     } else {
       fill_random(b.t, plan.lo, plan.hi, tseed++, family, static_cast<int>(i));
       c.origin.push_back("fresh");
@@ -260,10 +285,16 @@ void sample_int_ranges(const OpSpec& spec, const json& samples, const std::strin
       if (a.kind != ArgKind::Tensor || at::isFloatingType(a.dtype) || a.dtype == c10::ScalarType::Bool ||
           !e.is_object() || !e.contains("file") || !e["file"].is_string())
         continue;
-      at::Tensor t = at::empty(a.sizes, at::TensorOptions().dtype(a.dtype));
-      load_sample(t, a, e, samples_dir);
-      if (t.numel() == 0) continue;
-      const int64_t lo = t.min().item<int64_t>(), hi = t.max().item<int64_t>() + 1;
+      int64_t lo = 0, hi = 0;
+      if (e.contains("min") && e.contains("max") && e["min"].is_number_integer() && e["max"].is_number_integer()) {
+        // A partial sample carries the whole tensor's range, taken at capture.
+        lo = e["min"].get<int64_t>(), hi = e["max"].get<int64_t>() + 1;
+      } else {
+        at::Tensor t = at::empty(a.sizes, at::TensorOptions().dtype(a.dtype));
+        load_sample(t, a, e, samples_dir);
+        if (t.numel() == 0) continue;
+        lo = t.min().item<int64_t>(), hi = t.max().item<int64_t>() + 1;
+      }
       auto [it, fresh] = family.arg_int_range.emplace(static_cast<int>(i), std::pair{lo, hi});
       if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
     }

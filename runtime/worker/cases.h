@@ -26,7 +26,9 @@ struct Case {
   std::vector<c10::IValue> args;   // the boxed arguments, tensors from buffers
   int64_t guard = kGuardBytes;     // guard bytes of its buffers (outputs too)
   // Per tensor argument, where its values came from: "captured" (the
-  // sample's file) or "fresh" (random in the plan's range).
+  // sample's file), "captured (tiled from N of M elements)" (a partial
+  // sample's block, repeated: runtime/common/sample_part.h) or "fresh"
+  // (random in the plan's range).
   std::vector<std::string> origin;
 };
 
@@ -36,7 +38,8 @@ std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const 
 
 // The value range of every integer tensor argument over the captured samples,
 // into family.arg_int_range ([min, max + 1)); arguments without a sample keep
-// the family's int_range.
+// the family's int_range. A partial sample's range is the one the capture
+// took over the whole tensor ("min", "max"), not its stored block's.
 void sample_int_ranges(const OpSpec& spec, const json& samples, const std::string& samples_dir, Family& family);
 
 // The captured call's bytes, for the memory plan (memory_plan.h): its tensor
