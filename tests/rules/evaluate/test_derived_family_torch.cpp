@@ -31,8 +31,8 @@ TEST_CASE("derived families: honest kernels verified through forge try, a wrong 
   test::write_text(dir / "forge.yaml",
                    "models:\n  m: {run: python model.py, env: {OMP_NUM_THREADS: '1'}}\n"
                    "targets: {top: 0, min_share: 0}\n"
-                   "budget: {iterations: 1}\n");
-  auto build = test::run_forge("--json build", dir.path());  // capture; no proposer applies
+                   "budget: {iterations: 0}\n");  // capture and selection; forge try evaluates
+  auto build = test::run_forge("--json build", dir.path());
   INFO(build.err);
   REQUIRE(build.exit_code == 0);
   json r = json::parse(build.out);
