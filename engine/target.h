@@ -102,6 +102,10 @@ struct Target {
   // Which kernel compiled graphs call for this op ("forge" when the shipped
   // kernel beat Inductor's by more than both spreads, else "inductor"); "" unknown.
   std::string under_compile;
+  // Other ops torch.compile's front end traces this op to, each with its
+  // arguments mapped onto this op's (forge_compile_bench.py, spellings());
+  // the package routes them too (docs/PACKAGE.md, "Under torch.compile").
+  nlohmann::json traced_as = nlohmann::json::array();
   std::string best_strategy;  // "rows_3pass {\"VEC\":8}" of the best accepted kernel
   std::string best_proposer;  // "strategy" | "llm": what produced it
   nlohmann::json llm;         // the model's token/cost ledger for this target; null without one

@@ -90,6 +90,12 @@ void CompileBaselineRule::apply(BuildContext& ctx) {
       ctx.notes.push_back("torch.compile baseline of " + t.id + ": " + rec.value("reason", ""));
       continue;
     }
+    // The spellings compiled graphs may use for this op, found by tracing it;
+    // one that cannot be mapped onto the op leaves those graphs on Inductor's code.
+    t.traced_as = rec.value("traced_as", json::array());
+    if (rec.contains("traced_as_problem"))
+      ctx.notes.push_back("torch.compile spelling of " + t.id + ": " + rec["traced_as_problem"].get<std::string>() +
+                          "; compiled graphs that spell it so keep Inductor's code");
     if (!rec.contains("compile_us")) {
       ctx.notes.push_back("torch.compile baseline of " + t.id + ": Inductor compiled the op in no mode (" +
                           rec.value("error", "") + "); no compile figure for it");

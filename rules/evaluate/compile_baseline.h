@@ -5,7 +5,9 @@
 // better mode is "compile". One cached step per target (op, signature, inputs,
 // device, toolchain, helper). Sets Target::compile_us and, for targets with an
 // accepted kernel, best_speedup_compile = the kernel's speedup over stock
-// (worker) times Inductor's time over stock (helper, same process).
+// (worker) times Inductor's time over stock (helper, same process). The same
+// helper run traces the op under torch.compile's front end and reports the
+// other ops it becomes (Target::traced_as) for the package's routing.
 #pragma once
 
 #include "engine/build.h"

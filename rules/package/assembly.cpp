@@ -64,6 +64,13 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
   // vary_outputs: runtime/common/signature_family.h), validated when the
   // family file loaded.
   entry.update(family::to_json<json>(family::parse(family->spec.value("signature_family", json::object()))));
+  // The other ops compiled graphs spell this one as (compile_baseline.h). Each
+  // keeps Inductor's code under the measured choice: the per-op comparison
+  // timed Inductor's code for the op alone, and a spelling such as eval batch
+  // norm's _native_batch_norm_legit_no_training is where Inductor fuses the
+  // op with its neighbours (docs/PACKAGE.md); FORGE_COMPILE_POLICY=forge
+  // routes them. A spelling's "under_compile" set to "forge" routes it.
+  if (!t.traced_as.empty()) entry["traced_as"] = t.traced_as;
   // CPU kernels are single-threaded and were timed against stock running
   // bench.threads intra-op threads: the guard takes them only in processes
   // that give stock no more threads than that (docs/PACKAGE.md).

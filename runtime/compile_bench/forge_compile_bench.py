@@ -11,9 +11,14 @@ overload, args, samples, bench); prints one JSON object on stdout:
   {"ok": true, "device": "cuda", "torch": "2.11.0",
    "eager_us": {"median", "spread", "reps"},
    "modes": {"default": {"median", "spread", "reps", "compile_seconds"} | {"error"}, ...},
-   "best_mode": "default", "compile_us": {...the best mode's...}}
+   "best_mode": "default", "compile_us": {...the best mode's...},
+   "traced_as": [{"op", "overload", "args"}...], "traced_as_problem": "..."}
 
-Exit status 0 with "ok": false and "error" when the op cannot be compiled.
+"traced_as" lists the ops torch.compile's front end traces the captured call to
+where that is another op (spellings(), below), for the package's routing
+(runtime/autoload/forge_autoload/compile.py); "traced_as_problem" says why a
+spelling found cannot be routed. Exit status 0 with "ok": false and "error"
+when the op cannot be compiled.
 """
 import json
 import statistics
@@ -68,6 +73,99 @@ def build_args(req, device):
         else:
             raise ValueError("argument %d of type %s is not supported" % (i, t))
     return args
+
+
+def split_args(op, args):
+    """Positional and keyword-only arguments: the capture records all in schema order."""
+    positional, kwargs = [], {}
+    for a, v in zip(op._schema.arguments, args):
+        if a.kwarg_only:
+            kwargs[a.name] = v
+        else:
+            positional.append(v)
+    return positional, kwargs
+
+
+def schema_args(op, args, kwargs):
+    """A call's arguments in schema order, defaults filled in."""
+    out = list(args)
+    for a in op._schema.arguments[len(args):]:
+        out.append(kwargs[a.name] if a.name in kwargs else a.default_value)
+    return out
+
+
+def spellings(op, args):
+    """What torch.compile's front end (AOTAutograd: the Python dispatcher,
+    functionalization) traces op(*args) to, in no-grad mode, before Inductor's
+    decomposition table applies: a call of another op where the captured one
+    is redirected (an eval native_batch_norm becomes
+    _native_batch_norm_legit_no_training). Returns (spellings, problem): each
+    spelling {"op", "overload", "args"}, args[i] naming the spelling's
+    argument (schema order) that carries the captured op's argument i, or
+    None where the spelling has none (the captured value holds); problem is
+    None or why the trace cannot be routed. Tensors map by identity; other
+    arguments by name and value, then the mapping is checked by running both
+    ops on these inputs."""
+    from functorch.compile import aot_function
+
+    idx = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+    def call(*ts):
+        full = list(args)
+        for i, t in zip(idx, ts):
+            full[i] = t
+        p, k = split_args(op, full)
+        return op(*p, **k)
+
+    graphs = []
+    with torch.no_grad():
+        aot_function(call, fw_compiler=lambda gm, _: graphs.append(gm) or gm, decompositions={})(
+            *[args[i] for i in idx])
+    nodes = list(graphs[0].graph.nodes)
+    placeholder = {n: idx[k] for k, n in enumerate(n for n in nodes if n.op == "placeholder")}
+    ops = [n for n in nodes if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)]
+    names = ", ".join(str(n.target) for n in ops)
+    if len(ops) != 1:
+        return [], "traced to %s: not one call" % (names or "no op")
+    node = ops[0]
+    traced = node.target
+    if traced == op:
+        return [], None
+    formal = [a.name for a in op._schema.arguments]
+    got = schema_args(traced, node.args, node.kwargs)
+    mapping = [None] * len(args)
+    for j, (a, v) in enumerate(zip(traced._schema.arguments, got)):
+        if isinstance(v, torch.fx.Node):
+            if v not in placeholder:
+                return [], "traced to %s, whose %s is computed" % (traced, a.name)
+            mapping[placeholder[v]] = j
+            continue
+        # A value: the captured argument of that name, else the only one equal to it.
+        same = [i for i in range(len(args)) if formal[i] == a.name and args[i] == v and type(args[i]) is type(v)]
+        same = same or [i for i in range(len(args)) if not isinstance(args[i], torch.Tensor) and
+                        type(args[i]) is type(v) and args[i] == v and mapping[i] is None]
+        if len(same) != 1:
+            if a.has_default_value() and v == a.default_value:
+                continue  # the spelling's own default: nothing of the captured call
+            return [], "traced to %s, whose %s=%r matches no captured argument" % (traced, a.name, v)
+        mapping[same[0]] = j
+    if any(mapping[i] is None for i in idx):
+        return [], "traced to %s, which drops a tensor argument" % traced
+    # The mapping, checked: the spelling run on the captured call's arguments
+    # as the trace passes them gives the captured op's results.
+    with torch.no_grad():
+        want = call(*[args[i] for i in idx])
+        p, k = split_args(traced, [args[mapping.index(j)] if j in mapping else v for j, v in enumerate(got)])
+        have = traced(*p, **k)
+    want = want if isinstance(want, (tuple, list)) else (want,)
+    have = have if isinstance(have, (tuple, list)) else (have,)
+    same = len(want) == len(have) and all(
+        isinstance(w, torch.Tensor) and isinstance(h, torch.Tensor) and w.shape == h.shape and
+        w.dtype == h.dtype and torch.equal(w, h) for w, h in zip(want, have))
+    if not same:
+        return [], "traced to %s, whose results differ from the captured op's" % traced
+    name = traced._schema.name.split("::")[-1]
+    return [{"op": "aten::" + name, "overload": traced._overloadname, "args": mapping}], None
 
 
 class Timer:
@@ -140,20 +238,24 @@ def main():
     packet = getattr(torch.ops.aten, name)
     op = getattr(packet, req.get("overload") or "default")
     args = build_args(req, device)
+    try:
+        found, problem = spellings(op, args)
+    except Exception as e:  # a trace that fails routes nothing more; the timing goes on
+        found, problem = [], "the trace failed: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])
+    if req.get("spellings_only"):
+        json.dump({"ok": True, "traced_as": found, "traced_as_problem": problem}, sys.stdout)
+        sys.stdout.write("\n")
+        return
     # The capture records arguments in schema order; keyword-only ones (mean.dim's
     # dtype) must be passed by name, which Dynamo enforces and eager does not.
-    positional, kwargs = [], {}
-    for a, v in zip(op._schema.arguments, args):
-        if a.kwarg_only:
-            kwargs[a.name] = v
-        else:
-            positional.append(v)
-    args = positional
+    args, kwargs = split_args(op, args)
 
     def eager():
         return op(*args, **kwargs)
 
-    out = {"ok": True, "device": device, "torch": torch.__version__, "modes": {}}
+    out = {"ok": True, "device": device, "torch": torch.__version__, "modes": {}, "traced_as": found}
+    if problem:
+        out["traced_as_problem"] = problem
     timer = Timer(device)
     warmup, reps = int(bench.get("warmup", 5)), int(bench.get("reps", 30))
     min_seconds = float(bench.get("min_seconds", 0.2))

@@ -12,7 +12,9 @@ signatures, ops where Inductor was faster, calls needing grad) keeps Inductor's
 own decomposition, so its fusion stays everywhere else. Whether a call is inside
 is libforge.so's decision: its guard (runtime/package/guard.h), the one the ATen
 override applies, called here through ctypes; this file only describes the
-arguments.
+arguments. Where the build found that torch.compile traces the op to another
+one (the entry's traced_as), that spelling is routed too, its arguments mapped
+onto the op's (docs/PACKAGE.md).
 
 forge run installs this on the first torch.compile call. Without forge run:
 
@@ -126,38 +128,58 @@ def _describe(args):
     return out
 
 
-# What torch.compile traces in place of a captured op: the captured op's
-# entries then guard the traced op too, whose arguments map onto the captured
-# op's. BatchNorm in eval mode runs native_batch_norm eagerly but traces to
-# _native_batch_norm_legit_no_training(input, weight, bias, running_mean,
-# running_var, momentum, eps): the same kernel without `training`.
-# Routed only under FORGE_COMPILE_POLICY=forge: in a compiled graph Inductor
-# fuses a batch norm with the ReLU and residual add after it, which an opaque
-# forge op breaks (an extra pass over the tensor), and the build's per-op
-# comparison does not see that (docs/PACKAGE.md). Measured choice: Inductor's.
-_TRACED_AS = {
-    ("aten::native_batch_norm", "default"): [
-        ("_native_batch_norm_legit_no_training", "default", lambda a: tuple(a[:5]) + (False,) + tuple(a[5:])),
-    ],
-}
+def _schema_order(op, args, kwargs):
+    """A call's arguments in op's schema order, defaults filled in: Inductor
+    passes keyword-only ones (gelu's approximate) by name."""
+    out = list(args)
+    for a in op._schema.arguments[len(args):]:
+        out.append(kwargs[a.name] if a.name in kwargs else a.default_value)
+    return out
 
 
-def _route(table, aten_op, guards, forge_op, to_captured=lambda a: a):
+def _call(op, args):
+    """op on arguments in schema order, keyword-only ones by name."""
+    schema = op._schema.arguments
+    return op(*[v for a, v in zip(schema, args) if not a.kwarg_only],
+              **{a.name: v for a, v in zip(schema, args) if a.kwarg_only})
+
+
+def _route(tables, aten_op, guards, forge_op, to_captured=lambda a: a):
     """Decomposes aten_op into forge_op for calls inside an entry's family (its
     guard in libforge.so says so); Inductor's own decomposition (or none) for
-    every other call."""
-    original = table.get(aten_op)
+    every other call. Each of `tables` gets it (Inductor's table, and the copy
+    select_decomp_table() may have cached before this ran)."""
+    for table in tables:
+        original = table.get(aten_op)
 
-    def decompose(*args, **kwargs):
-        if not kwargs:
-            captured = to_captured(args)
+        def decompose(*args, _original=original, **kwargs):
+            captured = to_captured(_schema_order(aten_op, args, kwargs))
             if any(_inside(g, captured) for g in guards):
-                return forge_op(*captured)
-        if original is not None:
-            return original(*args, **kwargs)
-        return NotImplemented
+                return _call(forge_op, captured)
+            if _original is not None:
+                return _original(*args, **kwargs)
+            return NotImplemented
 
-    table[aten_op] = decompose
+        table[aten_op] = decompose
+
+
+def _mapper(entry, spelling):
+    """The captured op's arguments from a traced spelling's (docs/PACKAGE.md,
+    "Under torch.compile"): args[i] is the spelling's argument that carries
+    the captured argument i, or null where the captured value holds."""
+    import torch
+
+    def value(rec):  # a non-tensor argument's record (the capture's args JSON)
+        if rec.get("type") == "ScalarType":
+            return getattr(torch, rec["value"])
+        return rec.get("value")
+
+    captured = [value(a) for a in entry["args"]]
+
+    def to_captured(args):
+        return [args[j] if j is not None else captured[i] for i, j in enumerate(spelling["args"])]
+
+    return to_captured
 
 
 _warned = set()
@@ -181,26 +203,52 @@ def _inside(guard, args):
         return False
 
 
-def _install_op(op, overload, guards, traced_too):
+def _aten(op, overload):
     import torch
+
+    return getattr(getattr(torch.ops.aten, op.split("::")[-1]), overload or "default")
+
+
+def _forge_op(aten_op):
+    """forge::<op>, the opaque op a routed call becomes: the ATen op's schema;
+    eagerly it calls the ATen op, which the dispatcher takes to the override."""
+    import torch
+
+    name, overload = aten_op._schema.name.split("::")[-1], aten_op._overloadname
+    fname = name if overload == "default" else "%s_%s" % (name, overload)
+    if not hasattr(torch.ops.forge, fname):
+        schema = str(aten_op._schema)
+        lib = torch.library.Library("forge", "FRAGMENT")
+        lib.define(fname + schema[schema.index("("):])
+        lib.impl(fname, lambda *a, **k: aten_op(*a, **k), "CompositeExplicitAutograd")
+        torch.library.register_fake("forge::" + fname, lambda *a, **k: aten_op(*a, **k), lib=lib)
+        _libraries.append(lib)
+    return getattr(getattr(torch.ops.forge, fname), "default")
+
+
+def _tables():
+    """Inductor's decomposition table, and the copy select_decomp_table()
+    returns (cached at its first call, maybe before install())."""
     from torch._inductor import decomposition as idecomp
 
-    name = op.split("::")[-1]
-    aten_op = getattr(getattr(torch.ops.aten, name), overload)
-    fname = name if overload == "default" else "%s_%s" % (name, overload)
-    schema = str(aten_op._schema)
-    lib = torch.library.Library("forge", "FRAGMENT")
-    lib.define(fname + schema[schema.index("("):])
-    # The forge op calls the ATen op eagerly: the dispatcher takes it to the override.
-    lib.impl(fname, lambda *args: aten_op(*args), "CompositeExplicitAutograd")
-    torch.library.register_fake("forge::" + fname, lambda *args: aten_op(*args), lib=lib)
-    _libraries.append(lib)
-    forge_op = getattr(getattr(torch.ops.forge, fname), "default")
-    _route(idecomp.decompositions, aten_op, guards, forge_op)
-    spellings = _TRACED_AS.get((op, overload), []) if traced_too else []
-    for traced, traced_overload, to_captured in spellings:
-        traced_op = getattr(getattr(torch.ops.aten, traced), traced_overload)
-        _route(idecomp.decompositions, traced_op, guards, forge_op, to_captured)
+    tables = [idecomp.decompositions]
+    chosen = idecomp.select_decomp_table()
+    if all(chosen is not t for t in tables):
+        tables.append(chosen)
+    return tables
+
+
+def _spellings(entry, policy):
+    """The spellings of entry's op that compiled graphs route: the op itself,
+    then each one the build traced it to (package.json's traced_as), each as
+    (op, overload, argument map or None, choice)."""
+    use = entry.get("under_compile", "inductor") if policy == "measured" else policy
+    out = [(entry["op"], entry.get("overload") or "default", None, use)]
+    for s in entry.get("traced_as", []):
+        # A spelling's own choice: the build may keep Inductor's code there.
+        choice = s.get("under_compile", "inductor") if policy == "measured" else policy
+        out.append((s["op"], s.get("overload") or "default", tuple(s["args"]), choice if use == "forge" else use))
+    return out
 
 
 def install(package_json=None, policy=None, library=None):
@@ -214,28 +262,37 @@ def install(package_json=None, policy=None, library=None):
     _installed.add(package_json)
     with open(package_json) as f:
         pkg = json.load(f)
-    by_op = {}
+    chosen = []  # (entry, op, overload, argument map)
     for e in pkg.get("entries", []):
-        use = e.get("under_compile", "inductor") if policy == "measured" else policy
-        if use == "forge" and any(isinstance(a, dict) and a.get("changed") for a in e.get("args", [])):
+        spellings = [s for s in _spellings(e, policy) if s[3] == "forge"]
+        if spellings and any(isinstance(a, dict) and a.get("changed") for a in e.get("args", [])):
             # The forged op changes an input: a traced graph's functional
             # form has no place for that write, so Inductor keeps it.
             _warn_once("%s: not routed under torch.compile: the call changes an input" % e.get("target", e["op"]))
             continue
-        if use == "forge":
-            by_op.setdefault((e["op"], e.get("overload") or "default"), []).append(e)
-    lib = _library(library) if by_op else None
-    routed = {}
-    for (op, overload), entries in sorted(by_op.items()):
-        guards = []
-        for e in entries:
+        chosen += [(e,) + s[:3] for s in spellings]
+    lib = _library(library) if chosen else None
+    guards = {}  # by id(entry): libforge.so's guard of the entry
+    by_spelling = {}
+    for e, op, overload, mapping in chosen:
+        if id(e) not in guards:
             try:
-                guards.append(_Guard(lib, e))
+                guards[id(e)] = _Guard(lib, e)
             except ValueError as why:  # libforge.so does not override it either
+                guards[id(e)] = None
                 _warn_once("%s: not routed under torch.compile: %s" % (e.get("target", op), why))
-        if guards:
-            _install_op(op, overload, guards, traced_too=policy == "forge")
-            routed[(op, overload)] = entries
+        if guards[id(e)] is not None:
+            # Entries share a route where the spelling leaves the same captured values.
+            held = json.dumps([e["args"][i] for i, j in enumerate(mapping) if j is None]) if mapping else ""
+            by_spelling.setdefault((op, overload, e["op"], e.get("overload") or "default", mapping, held),
+                                   []).append(e)
+    tables = _tables() if by_spelling else []
+    routed = {}
+    for (op, overload, cop, coverload, mapping, _), entries in sorted(by_spelling.items(), key=str):
+        to_captured = _mapper(entries[0], {"args": list(mapping)}) if mapping else (lambda a: a)
+        _route(tables, _aten(op, overload), [guards[id(e)] for e in entries], _forge_op(_aten(cop, coverload)),
+               to_captured)
+        routed.setdefault((cop, coverload), []).extend(e for e in entries if e not in routed.get((cop, coverload), []))
     # CPU entries apply by thread count, decided when a graph is traced: the
     # count then enters the cache key too. So do this file's text and the
     # library's bytes (its guard decides): a graph cached under other routing

@@ -1,7 +1,10 @@
 // forge_compile (runtime/autoload/forge_autoload/compile.py) on the CPU: what
 // torch.compile traces in place of a captured op. BatchNorm in eval mode runs
 // aten::native_batch_norm eagerly (what capture records) but traces to
-// _native_batch_norm_legit_no_training. Under FORGE_COMPILE_POLICY=forge that
+// _native_batch_norm_legit_no_training. The build finds that spelling by tracing
+// the captured call (forge_compile_bench.py's spellings(), run here on the
+// entry's signature) and records it in the entry's traced_as; under
+// FORGE_COMPILE_POLICY=forge that
 // spelling reaches the forged op; under the measured policy it keeps
 // Inductor's code (and its fusion with the ops after it). A batch beyond the
 // entry's vary_max keeps Inductor's code under either policy. No forge build: a
@@ -25,7 +28,9 @@ namespace {
 const char* kRoute = R"(import json, os, sys, torch, torch.nn as nn, torch.nn.functional as F
 from torch._inductor.utils import run_and_get_code
 sys.path.insert(0, os.path.join(sys.argv[1], "runtime", "autoload"))
+sys.path.insert(0, os.path.join(sys.argv[1], "runtime", "compile_bench"))
 from forge_autoload import compile as fc
+from forge_compile_bench import spellings
 
 def tensor(name, sizes):
     strides, s = [], 1
@@ -41,6 +46,12 @@ entry = {"op": "aten::native_batch_norm", "overload": "", "under_compile": "forg
                  [tensor(n, [3]) for n in ("weight", "bias", "running_mean", "running_var")] +
                  [{"type": "bool", "value": False}, {"type": "float", "value": 0.1},
                   {"type": "float", "value": 1e-5}]}
+# The spellings a build records (no under_compile of their own: Inductor's
+# code unless forced; assembly.cpp says why).
+found, problem = spellings(torch.ops.aten.native_batch_norm.default,
+                           [torch.randn(2, 3, 4, 4)] + [torch.rand(3) for _ in range(4)] + [False, 0.1, 1e-5])
+print("traced as", found, problem)
+entry["traced_as"] = found
 json.dump({"entries": [entry]}, open("package.json", "w"))
 print("installed", fc.install(os.path.abspath("package.json"), policy=sys.argv[2], library=sys.argv[3]))
 
@@ -107,6 +118,9 @@ TEST_CASE("an eval BatchNorm under torch.compile (_native_batch_norm_legit_no_tr
   INFO(forced);
   CHECK(forced.find("exit status") == std::string::npos);
   CHECK(forced.find("installed ['aten::native_batch_norm.default']") != std::string::npos);
+  // The spelling found, its arguments mapped onto the captured op's: training (5) has none.
+  CHECK(forced.find("traced as [{'op': 'aten::_native_batch_norm_legit_no_training', 'overload': 'default', "
+                    "'args': [0, 1, 2, 3, 4, None, 5, 6]}] None") != std::string::npos);
   // One call, the captured op's eight arguments (training False) in the traced op's place.
   CHECK(forced.find("forge calls 1: [") != std::string::npos);
   CHECK(forced.find(", False, 0.1, 1e-05)']") != std::string::npos);
