@@ -1,6 +1,6 @@
 // The samples digest of an evaluation step (rules/evaluate/evaluate.h): a
-// partial sample's fields count, and a whole sample's digest is what it was
-// before partial samples existed (cached evaluations stay valid).
+// partial sample's fields count; a whole sample's digest covers only the
+// fields a whole sample has, so stores written without them stay valid.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
