@@ -78,9 +78,8 @@
 
 #include "accuracy.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/core/LegacyTypeDispatch.h>
-
-#include "../common/dtypes_torch.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -89,34 +88,15 @@
 #include <cstring>
 #include <limits>
 
+#include "../common/dtypes_torch.h"
+
 namespace forge::worker {
 namespace {
 
 // Elements checked per host pass: three float64 chunks of 128 MiB.
 constexpr int64_t kAccuracyChunk = int64_t(1) << 24;
-
-std::string num(double v, int digits = 6) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  return buf;
-}
-
-std::string index_of(at::IntArrayRef sizes, int64_t flat) {
-  std::vector<int64_t> idx(sizes.size());
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-    int64_t s = std::max<int64_t>(sizes[d], 1);
-    idx[static_cast<size_t>(d)] = flat % s;
-    flat /= s;
-  }
-  std::string out = "[";
-  for (size_t d = 0; d < idx.size(); ++d) {
-    if (d) out += ',';
-    out += std::to_string(idx[d]);
-  }
-  return out + ']';
-}
+// Elements one thread checks at a time within a chunk.
+constexpr int64_t kAccuracyBlock = int64_t(1) << 15;
 
 // The dtype's floating-point format: digits (with the implicit bit), the
 // frexp exponent of its smallest normal and of its largest finite value.
@@ -129,11 +109,16 @@ struct Format {
 
 std::optional<Format> format_of(c10::ScalarType t) {
   switch (t) {
-    case c10::ScalarType::Float: return Format{24, -125, 128, static_cast<double>(FLT_MIN)};
-    case c10::ScalarType::Double: return Format{53, -1021, 1024, DBL_MIN};
-    case c10::ScalarType::Half: return Format{11, -13, 16, 6.103515625e-05};
-    case c10::ScalarType::BFloat16: return Format{8, -125, 128, static_cast<double>(FLT_MIN)};
-    default: return std::nullopt;
+    case c10::ScalarType::Float:
+      return Format{24, -125, 128, static_cast<double>(FLT_MIN)};
+    case c10::ScalarType::Double:
+      return Format{53, -1021, 1024, DBL_MIN};
+    case c10::ScalarType::Half:
+      return Format{11, -13, 16, 6.103515625e-05};
+    case c10::ScalarType::BFloat16:
+      return Format{8, -125, 128, static_cast<double>(FLT_MIN)};
+    default:
+      return std::nullopt;
   }
 }
 
@@ -149,16 +134,28 @@ const char* dtype_key(c10::ScalarType t) {
 AccuracyRule default_rule(c10::ScalarType t) {
   AccuracyRule r;
   switch (t) {
-    case c10::ScalarType::Float: r.factor = 64, r.ulps = 8, r.cancel_ulps = 256, r.flush = 4; break;
-    case c10::ScalarType::BFloat16: r.factor = 8, r.ulps = 2, r.cancel_ulps = 16, r.flush = 4; break;
-    case c10::ScalarType::Half: r.factor = 8, r.ulps = 2, r.cancel_ulps = 16, r.flush = 0; break;
-    case c10::ScalarType::Double: r.enabled = false; break;
-    default: r.enabled = false; break;
+    case c10::ScalarType::Float:
+      r.factor = 64, r.ulps = 8, r.cancel_ulps = 256, r.flush = 4;
+      break;
+    case c10::ScalarType::BFloat16:
+      r.factor = 8, r.ulps = 2, r.cancel_ulps = 16, r.flush = 4;
+      break;
+    case c10::ScalarType::Half:
+      r.factor = 8, r.ulps = 2, r.cancel_ulps = 16, r.flush = 0;
+      break;
+    case c10::ScalarType::Double:
+      r.enabled = false;
+      break;
+    default:
+      r.enabled = false;
+      break;
   }
   return r;
 }
 
-bool is_float(const at::Tensor& t) { return t.defined() && at::isFloatingType(t.scalar_type()); }
+bool is_float(const at::Tensor& t) {
+  return t.defined() && at::isFloatingType(t.scalar_type());
+}
 
 // The argument converted for the float64 evaluation; counts what it converted.
 c10::IValue to_double(const c10::IValue& v, int& converted, int& already_double) {
@@ -188,8 +185,9 @@ c10::IValue to_double(const c10::IValue& v, int& converted, int& already_double)
 std::vector<at::Tensor> call_reference64(const OpSpec& spec, const std::vector<c10::IValue>& args,
                                          std::string* why_not) {
   auto none = [&](const std::string& why) {
-    if (why_not) *why_not = "no float64 reference for " + spec.name + ": " + why +
-                            "; accuracy checked against the stock kernel only (family tolerance)";
+    if (why_not)
+      *why_not = "no float64 reference for " + spec.name + ": " + why +
+                 "; accuracy checked against the stock kernel only (family tolerance)";
     return std::vector<at::Tensor>{};
   };
   if (!spec.op) return none("the op is not in the dispatcher");
@@ -214,7 +212,8 @@ std::vector<at::Tensor> call_reference64(const OpSpec& spec, const std::vector<c
     stack.push_back(std::move(v));
   }
   if (converted == 0)
-    return none(already_double ? "its floating inputs are float64 already" : "it has no floating tensor input");
+    return none(already_double ? "its floating inputs are float64 already"
+                               : "it has no floating tensor input");
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;  // as call_stock: the backend kernel
     spec.op->callBoxed(&stack);
@@ -226,9 +225,12 @@ std::vector<at::Tensor> call_reference64(const OpSpec& spec, const std::vector<c
   }
   std::vector<at::Tensor> outs;
   for (auto& v : stack) {
-    if (v.isTensor()) outs.push_back(v.toTensor());
-    else if (v.isNone()) outs.emplace_back();
-    else return none(std::string("it returns a ") + v.tagKind());
+    if (v.isTensor())
+      outs.push_back(v.toTensor());
+    else if (v.isNone())
+      outs.emplace_back();
+    else
+      return none(std::string("it returns a ") + v.tagKind());
   }
   return outs;
 }
@@ -242,20 +244,25 @@ AccuracyRule accuracy_rule_for(const json& family_json, c10::ScalarType out) {
   if (!acc.is_object()) throw RequestError("family.accuracy must be an object keyed by dtype");
   if (!acc.contains(key)) return r;
   const json& e = acc[key];
-  if (!e.is_object()) throw RequestError(std::string("family.accuracy.") + key + " must be an object");
+  if (!e.is_object())
+    throw RequestError(std::string("family.accuracy.") + key + " must be an object");
   auto number = [&](const char* field, double& dst) {
     if (!e.contains(field)) return;
-    if (!e[field].is_number() || !(e[field].get<double>() >= 0) || !std::isfinite(e[field].get<double>()))
-      throw RequestError(std::string("family.accuracy.") + key + "." + field + " must be a number >= 0");
+    if (!e[field].is_number() || !(e[field].get<double>() >= 0) ||
+        !std::isfinite(e[field].get<double>()))
+      throw RequestError(std::string("family.accuracy.") + key + "." + field +
+                         " must be a number >= 0");
     dst = e[field].get<double>();
   };
   for (auto it = e.begin(); it != e.end(); ++it) {
     const std::string& k = it.key();
-    if (k != "enabled" && k != "factor" && k != "ulps" && k != "cancel_ulps" && k != "flush" && k != "rel")
+    if (k != "enabled" && k != "factor" && k != "ulps" && k != "cancel_ulps" && k != "flush" &&
+        k != "rel")
       throw RequestError(std::string("family.accuracy.") + key + ": unknown key \"" + k + "\"");
   }
   if (e.contains("enabled")) {
-    if (!e["enabled"].is_boolean()) throw RequestError(std::string("family.accuracy.") + key + ".enabled must be a bool");
+    if (!e["enabled"].is_boolean())
+      throw RequestError(std::string("family.accuracy.") + key + ".enabled must be a bool");
     r.enabled = e["enabled"].get<bool>();
   }
   number("factor", r.factor);
@@ -271,8 +278,9 @@ AccuracyRule accuracy_rule_for(const json& family_json, c10::ScalarType out) {
   return r;
 }
 
-std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& stock, const at::Tensor& ref64,
-                                       const AccuracyRule& rule, const std::string& label, const std::string& where,
+std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& stock,
+                                       const at::Tensor& ref64, const AccuracyRule& rule,
+                                       const std::string& label, const std::string& where,
                                        AccuracyStats& stats) {
   if (!out.defined() || !stock.defined() || !ref64.defined() || !rule.enabled || !is_float(stock) ||
       !is_float(ref64) || out.sizes() != stock.sizes() || ref64.sizes() != stock.sizes()) {
@@ -289,13 +297,16 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   // gathers the stock kernel's errors per binade, one applies the allowance
   // (~10 ms per million elements on one core). A device output is copied
   // chunk by chunk, twice when it spans more than one chunk.
-  const at::Tensor of = out.detach().reshape(-1), sf = stock.detach().reshape(-1), rf = ref64.detach().reshape(-1);
+  const at::Tensor of = out.detach().reshape(-1), sf = stock.detach().reshape(-1),
+                   rf = ref64.detach().reshape(-1);
   const int64_t n = rf.numel();
   struct Host {
     at::Tensor o, s, r;
   };
   auto load = [&](int64_t c0, int64_t len) {
-    auto host = [&](const at::Tensor& t) { return t.narrow(0, c0, len).to(at::kCPU).to(at::kDouble).contiguous(); };
+    auto host = [&](const at::Tensor& t) {
+      return t.narrow(0, c0, len).to(at::kCPU).to(at::kDouble).contiguous();
+    };
     return Host{host(of), host(sf), host(rf)};
   };
   const bool one_chunk = n <= kAccuracyChunk;
@@ -331,19 +342,45 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
     std::memcpy(&v, &bits, sizeof v);
     return v;
   };
-  auto finite3 = [](double a, double b, double c) { return std::isfinite(a) && std::isfinite(b) && std::isfinite(c); };
+  auto finite3 = [](double a, double b, double c) {
+    return std::isfinite(a) && std::isfinite(b) && std::isfinite(c);
+  };
+  // Both passes split a chunk into blocks checked in parallel (the judge's
+  // idle cores) and merge them in block order, so the figures and the worst
+  // element are the ones a single pass would find.
+  auto blocks_of = [](int64_t len) { return (len + kAccuracyBlock - 1) / kAccuracyBlock; };
   std::vector<double> abs_b(nb, 0.0), rel_b(nb, 0.0), can_b(nb, 0.0);
   int64_t checked = 0;
   each_chunk([&](int64_t, const double* o, const double* s, const double* r, int64_t len) {
-    for (int64_t i = 0; i < len; ++i) {
-      if (!finite3(o[i], s[i], r[i])) continue;
-      ++checked;
-      const double a = std::fabs(r[i]), es = std::fabs(s[i] - r[i]);
-      const int e = exponent(a);
-      const int b = e - lo;
-      abs_b[b] = std::max(abs_b[b], es);
-      if (a > 0) rel_b[b] = std::max(rel_b[b], es / a);
-      if (es > rule.cancel_ulps * ulp_at(e)) can_b[b] = std::max(can_b[b], es);
+    struct Bins {
+      std::vector<double> abs, rel, can;
+      int64_t checked = 0;
+    };
+    std::vector<Bins> part(static_cast<size_t>(blocks_of(len)));
+    at::parallel_for(0, blocks_of(len), 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        Bins& p = part[static_cast<size_t>(blk)];
+        p.abs.assign(nb, 0.0), p.rel.assign(nb, 0.0), p.can.assign(nb, 0.0);
+        const int64_t end = std::min(len, (blk + 1) * kAccuracyBlock);
+        for (int64_t i = blk * kAccuracyBlock; i < end; ++i) {
+          if (!finite3(o[i], s[i], r[i])) continue;
+          ++p.checked;
+          const double a = std::fabs(r[i]), es = std::fabs(s[i] - r[i]);
+          const int e = exponent(a);
+          const int b = e - lo;
+          p.abs[b] = std::max(p.abs[b], es);
+          if (a > 0) p.rel[b] = std::max(p.rel[b], es / a);
+          if (es > rule.cancel_ulps * ulp_at(e)) p.can[b] = std::max(p.can[b], es);
+        }
+      }
+    });
+    for (const Bins& p : part) {
+      checked += p.checked;
+      for (int b = 0; b < nb; ++b) {
+        abs_b[b] = std::max(abs_b[b], p.abs[b]);
+        rel_b[b] = std::max(rel_b[b], p.rel[b]);
+        can_b[b] = std::max(can_b[b], p.can[b]);
+      }
     }
   });
   for (int k = 1; k < nb; ++k) abs_b[k] = std::max(abs_b[k], abs_b[k - 1]);  // A_up: no larger
@@ -359,24 +396,46 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   auto allowance = [&](double r, int e, double ulp) {
     return rule.factor * envelope(r, e) + rule.ulps * ulp + rule.rel * std::fabs(r) + floor;
   };
-  double worst = 0, cand_ulps = 0, stock_ulps = 0;
-  int64_t wi = -1;
-  double wo = 0, ws = 0, wr = 0;  // the worst element's candidate, stock and float64 values
+  struct Worst {
+    double ratio = 0, cand_ulps = 0, stock_ulps = 0;
+    int64_t at = -1;
+    double o = 0, s = 0, r = 0;  // the worst element's candidate, stock and float64 values
+  };
+  Worst w;
   each_chunk([&](int64_t c0, const double* o, const double* s, const double* r, int64_t len) {
-    for (int64_t i = 0; i < len; ++i) {
-      if (!finite3(o[i], s[i], r[i])) continue;
-      const double a = std::fabs(r[i]), ec = std::fabs(o[i] - r[i]);
-      const int e = exponent(a);
-      const double u = ulp_at(e);
-      const double ratio = ec / allowance(r[i], e, u);  // > 0: ulps or flush is nonzero (accuracy_rule_for)
-      if (ratio > worst || wi < 0) worst = ratio, wi = c0 + i, wo = o[i], ws = s[i], wr = r[i];
-      if (a >= floor) {
-        // In ulps where a value may not be flushed (a flushed subnormal is millions of ulps off).
-        cand_ulps = std::max(cand_ulps, ec / u);
-        stock_ulps = std::max(stock_ulps, std::fabs(s[i] - r[i]) / u);
+    std::vector<Worst> part(static_cast<size_t>(blocks_of(len)));
+    at::parallel_for(0, blocks_of(len), 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        Worst& p = part[static_cast<size_t>(blk)];
+        const int64_t end = std::min(len, (blk + 1) * kAccuracyBlock);
+        for (int64_t i = blk * kAccuracyBlock; i < end; ++i) {
+          if (!finite3(o[i], s[i], r[i])) continue;
+          const double a = std::fabs(r[i]), ec = std::fabs(o[i] - r[i]);
+          const int e = exponent(a);
+          const double u = ulp_at(e);
+          const double ratio =
+              ec / allowance(r[i], e, u);  // > 0: ulps or flush is nonzero (accuracy_rule_for)
+          if (ratio > p.ratio || p.at < 0)
+            p.ratio = ratio, p.at = c0 + i, p.o = o[i], p.s = s[i], p.r = r[i];
+          if (a >= floor) {
+            // In ulps where a value may not be flushed (a flushed subnormal is millions of ulps
+            // off).
+            p.cand_ulps = std::max(p.cand_ulps, ec / u);
+            p.stock_ulps = std::max(p.stock_ulps, std::fabs(s[i] - r[i]) / u);
+          }
+        }
       }
+    });
+    for (const Worst& p : part) {
+      if (p.at >= 0 && (p.ratio > w.ratio || w.at < 0))
+        w.ratio = p.ratio, w.at = p.at, w.o = p.o, w.s = p.s, w.r = p.r;
+      w.cand_ulps = std::max(w.cand_ulps, p.cand_ulps);
+      w.stock_ulps = std::max(w.stock_ulps, p.stock_ulps);
     }
   });
+  const double worst = w.ratio, cand_ulps = w.cand_ulps, stock_ulps = w.stock_ulps;
+  const int64_t wi = w.at;
+  const double wo = w.o, ws = w.s, wr = w.r;
   stats.checked += checked;
   stats.candidate_max_ulps = std::max(stats.candidate_max_ulps, cand_ulps);
   stats.stock_max_ulps = std::max(stats.stock_max_ulps, stock_ulps);
@@ -384,7 +443,8 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   const double ec = std::fabs(wo - wr), es = std::fabs(ws - wr);
   if (worst > stats.worst_ratio) {
     stats.worst_ratio = worst;
-    stats.worst_where = (label.empty() ? std::string("out") : label) + index_of(stock.sizes(), wi) + " " + where;
+    stats.worst_where =
+        (label.empty() ? std::string("out") : label) + index_text(stock.sizes(), wi) + " " + where;
     stats.worst_candidate_err = ec;
     stats.worst_stock_err = es;
     stats.worst_ref = wr;
@@ -393,15 +453,17 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   const int we = exponent(std::fabs(wr));
   const double u = ulp_at(we);
   const std::string prefix = label.empty() ? std::string() : label + ": ";
-  std::string terms =
-      num(rule.factor) + " x stock envelope " + num(envelope(wr, we), 3) + " + " + num(rule.ulps) + " ulps";
-  if (rule.rel > 0) terms += " + " + num(rule.rel) + " x |float64|";
-  if (floor > 0) terms += " + " + num(floor, 3);
-  return Mismatch{"inaccurate", prefix + "error " + num(ec, 3) + " (" + num(ec / u, 3) + " ulps) at index " +
-                                    index_of(stock.sizes(), wi) + " " + where + ": got " + num(wo, 9) +
-                                    ", float64 " + num(wr, 9) + ", stock " + num(ws, 9) + " (error " +
-                                    num(es / u, 3) + " ulps); allowed " + num(allowance(wr, we, u), 3) + " = " + terms +
-                                    " (" + num(worst, 3) + "x the allowance)"};
+  std::string terms = number_text(rule.factor) + " x stock envelope " +
+                      number_text(envelope(wr, we), 3) + " + " + number_text(rule.ulps) + " ulps";
+  if (rule.rel > 0) terms += " + " + number_text(rule.rel) + " x |float64|";
+  if (floor > 0) terms += " + " + number_text(floor, 3);
+  return Mismatch{"inaccurate",
+                  prefix + "error " + number_text(ec, 3) + " (" + number_text(ec / u, 3) +
+                      " ulps) at index " + index_text(stock.sizes(), wi) + " " + where + ": got " +
+                      number_text(wo, 9) + ", float64 " + number_text(wr, 9) + ", stock " +
+                      number_text(ws, 9) + " (error " + number_text(es / u, 3) +
+                      " ulps); allowed " + number_text(allowance(wr, we, u), 3) + " = " + terms +
+                      " (" + number_text(worst, 3) + "x the allowance)"};
 }
 
 }  // namespace forge::worker
