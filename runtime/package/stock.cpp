@@ -15,7 +15,7 @@ std::optional<Stock> Stock::before_override(const c10::OperatorHandle& op, bool 
     if (why) *why = std::string("no ") + (cuda ? "CUDA" : "CPU") + " kernel to override (it decomposes into other ops)";
     return std::nullopt;
   }
-  return Stock(op, op.getComputedKernelForDispatchKey(key).kernelFunction(), key);
+  return Stock(op, op.getComputedKernelForDispatchKey(key), key);
 }
 
 std::vector<c10::IValue> Stock::operator()(const std::vector<c10::IValue>& args) const {

@@ -24,12 +24,14 @@ class Stock {
   std::vector<c10::IValue> operator()(const std::vector<c10::IValue>& args) const;
 
  private:
-  Stock(c10::OperatorHandle op, c10::KernelFunction kernel, c10::DispatchKey key)
+  Stock(c10::OperatorHandle op, c10::SafeKernelFunction kernel, c10::DispatchKey key)
       : m_op(std::move(op)), m_kernel(std::move(kernel)), m_key(key) {}
   c10::OperatorHandle m_op;
-  // A copy, holding the kernel's functor: the dispatch table's own entry is
-  // recomputed (and its handles invalidated) when the override registers.
-  c10::KernelFunction m_kernel;
+  // Holds a copy of the table's kernel (and its functor): the table's entry is
+  // overwritten when the override registers, which leaves the copy valid; only
+  // the entry's destruction (the op deregistered) would invalidate it. The
+  // one accessor torch 2.11 through 2.14 all have (2.11 has no kernelFunction()).
+  c10::SafeKernelFunction m_kernel;
   c10::DispatchKey m_key;
 };
 
