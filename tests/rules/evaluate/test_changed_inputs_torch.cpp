@@ -49,11 +49,13 @@ with torch.no_grad():
         r = ref(x.double())
     v = torch.randn(16)
     w = torch.relu_(v)
+    u = torch.randn(10)  # outside relu_'s signature: stock
+    torch.relu_(u)
 out = {"y": (y.double() - r).abs().max().item(),
        "running_mean": (bn.running_mean.double() - ref.running_mean).abs().max().item(),
        "running_var": (bn.running_var.double() - ref.running_var).abs().max().item(),
        "moved": ref.running_mean.abs().max().item(),
-       "relu_is_self": w.data_ptr() == v.data_ptr(), "relu_min": v.min().item()}
+       "relu_is_self": w.data_ptr() == v.data_ptr(), "relu_min": v.min().item(), "stock_relu_min": u.min().item()}
 print("RESULT " + json.dumps(out))
 )";
 
@@ -166,6 +168,13 @@ TEST_CASE("libforge.so writes a changed input back, and returns an in-place op's
   for (const auto& e : report["entries"]) forged[e["target"].get<std::string>()] = e["forged"].get<long>();
   CHECK(forged["app/native_batch_norm"] == 3);
   CHECK(forged["app/relu_"] == 1);
+  // relu_ has no family.yaml (a derived family): the 10-element call falls
+  // back to stock like any family's call outside its signature.
+  CHECK(got["stock_relu_min"].get<double>() >= 0);
+  std::string fallbacks = report["fallback"].dump();
+  INFO(fallbacks);
+  CHECK(fallbacks.find("relu_") != std::string::npos);
+  CHECK(fallbacks.find("Float[10]") != std::string::npos);
 }
 
 TEST_SUITE_END();
