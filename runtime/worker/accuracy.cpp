@@ -78,7 +78,6 @@
 
 #include "accuracy.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <algorithm>
@@ -95,8 +94,6 @@ namespace {
 
 // Elements checked per host pass: three float64 chunks of 128 MiB.
 constexpr int64_t kAccuracyChunk = int64_t(1) << 24;
-// Elements one thread checks at a time within a chunk.
-constexpr int64_t kAccuracyBlock = int64_t(1) << 15;
 
 // The dtype's floating-point format: digits (with the implicit bit), the
 // frexp exponent of its smallest normal and of its largest finite value.
@@ -345,42 +342,18 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   auto finite3 = [](double a, double b, double c) {
     return std::isfinite(a) && std::isfinite(b) && std::isfinite(c);
   };
-  // Both passes split a chunk into blocks checked in parallel (the judge's
-  // idle cores) and merge them in block order, so the figures and the worst
-  // element are the ones a single pass would find.
-  auto blocks_of = [](int64_t len) { return (len + kAccuracyBlock - 1) / kAccuracyBlock; };
   std::vector<double> abs_b(nb, 0.0), rel_b(nb, 0.0), can_b(nb, 0.0);
   int64_t checked = 0;
   each_chunk([&](int64_t, const double* o, const double* s, const double* r, int64_t len) {
-    struct Bins {
-      std::vector<double> abs, rel, can;
-      int64_t checked = 0;
-    };
-    std::vector<Bins> part(static_cast<size_t>(blocks_of(len)));
-    at::parallel_for(0, blocks_of(len), 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        Bins& p = part[static_cast<size_t>(blk)];
-        p.abs.assign(nb, 0.0), p.rel.assign(nb, 0.0), p.can.assign(nb, 0.0);
-        const int64_t end = std::min(len, (blk + 1) * kAccuracyBlock);
-        for (int64_t i = blk * kAccuracyBlock; i < end; ++i) {
-          if (!finite3(o[i], s[i], r[i])) continue;
-          ++p.checked;
-          const double a = std::fabs(r[i]), es = std::fabs(s[i] - r[i]);
-          const int e = exponent(a);
-          const int b = e - lo;
-          p.abs[b] = std::max(p.abs[b], es);
-          if (a > 0) p.rel[b] = std::max(p.rel[b], es / a);
-          if (es > rule.cancel_ulps * ulp_at(e)) p.can[b] = std::max(p.can[b], es);
-        }
-      }
-    });
-    for (const Bins& p : part) {
-      checked += p.checked;
-      for (int b = 0; b < nb; ++b) {
-        abs_b[b] = std::max(abs_b[b], p.abs[b]);
-        rel_b[b] = std::max(rel_b[b], p.rel[b]);
-        can_b[b] = std::max(can_b[b], p.can[b]);
-      }
+    for (int64_t i = 0; i < len; ++i) {
+      if (!finite3(o[i], s[i], r[i])) continue;
+      ++checked;
+      const double a = std::fabs(r[i]), es = std::fabs(s[i] - r[i]);
+      const int e = exponent(a);
+      const int b = e - lo;
+      abs_b[b] = std::max(abs_b[b], es);
+      if (a > 0) rel_b[b] = std::max(rel_b[b], es / a);
+      if (es > rule.cancel_ulps * ulp_at(e)) can_b[b] = std::max(can_b[b], es);
     }
   });
   for (int k = 1; k < nb; ++k) abs_b[k] = std::max(abs_b[k], abs_b[k - 1]);  // A_up: no larger
@@ -396,46 +369,25 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   auto allowance = [&](double r, int e, double ulp) {
     return rule.factor * envelope(r, e) + rule.ulps * ulp + rule.rel * std::fabs(r) + floor;
   };
-  struct Worst {
-    double ratio = 0, cand_ulps = 0, stock_ulps = 0;
-    int64_t at = -1;
-    double o = 0, s = 0, r = 0;  // the worst element's candidate, stock and float64 values
-  };
-  Worst w;
+  double worst = 0, cand_ulps = 0, stock_ulps = 0;
+  int64_t wi = -1;
+  double wo = 0, ws = 0, wr = 0;  // the worst element's candidate, stock and float64 values
   each_chunk([&](int64_t c0, const double* o, const double* s, const double* r, int64_t len) {
-    std::vector<Worst> part(static_cast<size_t>(blocks_of(len)));
-    at::parallel_for(0, blocks_of(len), 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        Worst& p = part[static_cast<size_t>(blk)];
-        const int64_t end = std::min(len, (blk + 1) * kAccuracyBlock);
-        for (int64_t i = blk * kAccuracyBlock; i < end; ++i) {
-          if (!finite3(o[i], s[i], r[i])) continue;
-          const double a = std::fabs(r[i]), ec = std::fabs(o[i] - r[i]);
-          const int e = exponent(a);
-          const double u = ulp_at(e);
-          const double ratio =
-              ec / allowance(r[i], e, u);  // > 0: ulps or flush is nonzero (accuracy_rule_for)
-          if (ratio > p.ratio || p.at < 0)
-            p.ratio = ratio, p.at = c0 + i, p.o = o[i], p.s = s[i], p.r = r[i];
-          if (a >= floor) {
-            // In ulps where a value may not be flushed (a flushed subnormal is millions of ulps
-            // off).
-            p.cand_ulps = std::max(p.cand_ulps, ec / u);
-            p.stock_ulps = std::max(p.stock_ulps, std::fabs(s[i] - r[i]) / u);
-          }
-        }
+    for (int64_t i = 0; i < len; ++i) {
+      if (!finite3(o[i], s[i], r[i])) continue;
+      const double a = std::fabs(r[i]), ec = std::fabs(o[i] - r[i]);
+      const int e = exponent(a);
+      const double u = ulp_at(e);
+      const double ratio =
+          ec / allowance(r[i], e, u);  // > 0: ulps or flush is nonzero (accuracy_rule_for)
+      if (ratio > worst || wi < 0) worst = ratio, wi = c0 + i, wo = o[i], ws = s[i], wr = r[i];
+      if (a >= floor) {
+        // In ulps where a value may not be flushed (a flushed subnormal is millions of ulps off).
+        cand_ulps = std::max(cand_ulps, ec / u);
+        stock_ulps = std::max(stock_ulps, std::fabs(s[i] - r[i]) / u);
       }
-    });
-    for (const Worst& p : part) {
-      if (p.at >= 0 && (p.ratio > w.ratio || w.at < 0))
-        w.ratio = p.ratio, w.at = p.at, w.o = p.o, w.s = p.s, w.r = p.r;
-      w.cand_ulps = std::max(w.cand_ulps, p.cand_ulps);
-      w.stock_ulps = std::max(w.stock_ulps, p.stock_ulps);
     }
   });
-  const double worst = w.ratio, cand_ulps = w.cand_ulps, stock_ulps = w.stock_ulps;
-  const int64_t wi = w.at;
-  const double wo = w.o, ws = w.s, wr = w.r;
   stats.checked += checked;
   stats.candidate_max_ulps = std::max(stats.candidate_max_ulps, cand_ulps);
   stats.stock_max_ulps = std::max(stats.stock_max_ulps, stock_ulps);

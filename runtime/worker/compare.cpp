@@ -6,13 +6,11 @@
 
 #include "compare.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/stack.h>
 
 #include <cfloat>
 #include <cmath>
-#include <vector>
 
 #include "op_args_detail.h"
 
@@ -24,46 +22,28 @@ using detail::bits;
 using detail::dtype_text;
 using detail::fmt;
 
-double value_at(const at::Tensor& flat, int64_t i) {
-  return flat[i].item<double>();
-}
+double value_at(const at::Tensor& flat, int64_t i) { return flat[i].item<double>(); }
 
 // Elements compared per host pass: two float64 chunks of 128 MiB.
 constexpr int64_t kCompareChunk = int64_t(1) << 24;
-// Elements one thread checks at a time within a chunk.
-constexpr int64_t kCompareBlock = int64_t(1) << 15;
-
-// One block's share of a chunk's scan.
-struct BlockScan {
-  double worst_abs = 0, worst_rel = 0, worst_tol = 0, worst_excess = 0;
-  int64_t bad = -1;     // its element furthest outside the tolerance
-  int64_t nan_at = -1;  // its first NaN/inf that differs from stock's
-};
 
 }  // namespace
 
-Tolerance tolerance_for(const Family& family, c10::ScalarType out,
-                        std::optional<c10::ScalarType> in) {
-  const std::optional<std::string> in_name =
-      in ? std::optional<std::string>(dtype_text(*in)) : std::nullopt;
+Tolerance tolerance_for(const Family& family, c10::ScalarType out, std::optional<c10::ScalarType> in) {
+  const std::optional<std::string> in_name = in ? std::optional<std::string>(dtype_text(*in)) : std::nullopt;
   return tolerance_for(family, dtype_text(out), at::isFloatingType(out),
                        in_name ? std::optional<std::string_view>(*in_name) : std::nullopt);
 }
 
-std::vector<at::Tensor> call_stock(const OpSpec& spec, const std::vector<c10::IValue>& args,
-                                   bool clone_inputs) {
+std::vector<at::Tensor> call_stock(const OpSpec& spec, const std::vector<c10::IValue>& args, bool clone_inputs) {
   torch::jit::Stack stack;
   stack.reserve(args.size());
-  std::vector<at::Tensor> used(
-      args.size());  // the tensors the call got (changed inputs: their new values)
+  std::vector<at::Tensor> used(args.size());  // the tensors the call got (changed inputs: their new values)
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = args[i];
-    if (v.isTensor() && v.toTensor().defined())
-      used[i] = clone_inputs ? v.toTensor().clone() : v.toTensor();
-    if (used[i].defined())
-      stack.emplace_back(used[i]);
-    else
-      stack.push_back(v);
+    if (v.isTensor() && v.toTensor().defined()) used[i] = clone_inputs ? v.toTensor().clone() : v.toTensor();
+    if (used[i].defined()) stack.emplace_back(used[i]);
+    else stack.push_back(v);
   }
   {
     // Below autograd: the backend kernel (CPU or CUDA) of the stock library, or
@@ -86,9 +66,9 @@ std::vector<at::Tensor> call_stock(const OpSpec& spec, const std::vector<c10::IV
   return outs;
 }
 
-std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Tensor& ref,
-                                             Tolerance tol, const std::string& label,
-                                             const std::string& where, CompareStats& stats) {
+std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Tensor& ref, Tolerance tol,
+                                             const std::string& label, const std::string& where,
+                                             CompareStats& stats) {
   if (!ref.defined()) return std::nullopt;
   if (ref.numel() == 0) return std::nullopt;
   const std::string prefix = label.empty() ? std::string() : label + ": ";
@@ -97,9 +77,8 @@ std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Te
     if (!ne.any().item<bool>()) return std::nullopt;
     int64_t i = ne.nonzero().select(1, 0).min().item<int64_t>();
     at::Tensor o = out.reshape(-1).to(at::kDouble), r = ref.reshape(-1).to(at::kDouble);
-    return Mismatch{"wrong_result", prefix + "got " + fmt(value_at(o, i)) + ", expected " +
-                                        fmt(value_at(r, i)) + " at index " +
-                                        index_text(ref.sizes(), i) + " " + where +
+    return Mismatch{"wrong_result", prefix + "got " + fmt(value_at(o, i)) + ", expected " + fmt(value_at(r, i)) +
+                                        " at index " + index_text(ref.sizes(), i) + " " + where +
                                         " (exact match required)"};
   }
   // On the host in float64, one chunk at a time: one pass per element, the
@@ -110,64 +89,37 @@ std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Te
   const bool has_tol = tol.atol > 0 || tol.rtol > 0;
   for (int64_t c0 = 0; c0 < n; c0 += kCompareChunk) {
     const int64_t len = std::min(kCompareChunk, n - c0);
-    auto host = [&](const at::Tensor& t) {
-      return t.narrow(0, c0, len).to(at::kCPU).to(at::kDouble).contiguous();
-    };
+    auto host = [&](const at::Tensor& t) { return t.narrow(0, c0, len).to(at::kCPU).to(at::kDouble).contiguous(); };
     const at::Tensor oh = host(out_flat), rh = host(ref_flat);
     const double* o = oh.data_ptr<double>();
     const double* r = rh.data_ptr<double>();
-    // Blocks checked in parallel (the judge's idle cores), merged in block
-    // order: the first non-finite mismatch and the first worst element are
-    // the ones a single pass would find.
-    const int64_t blocks = (len + kCompareBlock - 1) / kCompareBlock;
-    std::vector<BlockScan> scans(static_cast<size_t>(blocks));
-    at::parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        BlockScan& sc = scans[static_cast<size_t>(b)];
-        const int64_t end = std::min(len, (b + 1) * kCompareBlock);
-        for (int64_t i = b * kCompareBlock; i < end; ++i) {
-          const double a = o[i], e = r[i];
-          if (!std::isfinite(a) || !std::isfinite(e)) {
-            if ((std::isnan(a) && std::isnan(e)) || a == e) continue;
-            sc.nan_at = i;
-            break;
-          }
-          const double err = std::fabs(a - e), rabs = std::fabs(e);
-          const double allowed = rabs * tol.rtol + tol.atol;
-          sc.worst_abs = std::max(sc.worst_abs, err);
-          sc.worst_rel = std::max(sc.worst_rel, err / std::max(rabs, static_cast<double>(FLT_MIN)));
-          if (has_tol && allowed != 0) sc.worst_tol = std::max(sc.worst_tol, err / allowed);
-          if (err - allowed > sc.worst_excess) sc.worst_excess = err - allowed, sc.bad = i;
-        }
-      }
-    });
     double worst_abs = 0, worst_rel = 0, worst_tol = 0, worst_excess = 0;
     int64_t bad = -1;  // the element furthest outside its tolerance
-    for (const BlockScan& sc : scans) {
-      if (sc.nan_at >= 0) {
-        const int64_t i = sc.nan_at;
-        return Mismatch{"nan_mismatch", prefix + "got " + fmt(o[i]) + ", expected " + fmt(r[i]) +
-                                            " at index " + index_text(ref.sizes(), c0 + i) + " " +
-                                            where +
+    for (int64_t i = 0; i < len; ++i) {
+      const double a = o[i], b = r[i];
+      if (!std::isfinite(a) || !std::isfinite(b)) {
+        if ((std::isnan(a) && std::isnan(b)) || a == b) continue;
+        return Mismatch{"nan_mismatch", prefix + "got " + fmt(a) + ", expected " + fmt(b) + " at index " +
+                                            index_text(ref.sizes(), c0 + i) + " " + where +
                                             " (NaN and inf must match the stock kernel exactly)"};
       }
-      worst_abs = std::max(worst_abs, sc.worst_abs);
-      worst_rel = std::max(worst_rel, sc.worst_rel);
-      worst_tol = std::max(worst_tol, sc.worst_tol);
-      if (sc.bad >= 0 && sc.worst_excess > worst_excess)
-        worst_excess = sc.worst_excess, bad = sc.bad;
+      const double err = std::fabs(a - b), rabs = std::fabs(b);
+      const double allowed = rabs * tol.rtol + tol.atol;
+      worst_abs = std::max(worst_abs, err);
+      worst_rel = std::max(worst_rel, err / std::max(rabs, static_cast<double>(FLT_MIN)));
+      if (has_tol && allowed != 0) worst_tol = std::max(worst_tol, err / allowed);
+      if (err - allowed > worst_excess) worst_excess = err - allowed, bad = i;
     }
     stats.worst_abs = std::max(stats.worst_abs, worst_abs);
     stats.worst_rel = std::max(stats.worst_rel, worst_rel);
     if (has_tol) stats.worst_tol = std::max(stats.worst_tol, worst_tol);
     if (bad < 0) continue;
     const double err = std::fabs(o[bad] - r[bad]);
-    return Mismatch{"wrong_result",
-                    prefix + "max abs err " + fmt(err) + " (rel " +
-                        fmt(err / std::max(std::fabs(r[bad]), static_cast<double>(FLT_MIN))) +
-                        ") at index " + index_text(ref.sizes(), c0 + bad) + " " + where + ": got " +
-                        fmt(o[bad], 9) + ", expected " + fmt(r[bad], 9) + " (atol " +
-                        fmt(tol.atol) + ", rtol " + fmt(tol.rtol) + ")"};
+    return Mismatch{"wrong_result", prefix + "max abs err " + fmt(err) + " (rel " +
+                                        fmt(err / std::max(std::fabs(r[bad]), static_cast<double>(FLT_MIN))) +
+                                        ") at index " + index_text(ref.sizes(), c0 + bad) + " " + where +
+                                        ": got " + fmt(o[bad], 9) + ", expected " + fmt(r[bad], 9) + " (atol " +
+                                        fmt(tol.atol) + ", rtol " + fmt(tol.rtol) + ")"};
   }
   return std::nullopt;
 }
@@ -178,8 +130,7 @@ std::optional<std::string> first_bit_difference(const at::Tensor& a, const at::T
   if (!ne.any().item<bool>()) return std::nullopt;
   int64_t i = ne.nonzero().select(1, 0).min().item<int64_t>();
   at::Tensor x = a.reshape(-1).to(at::kDouble), y = b.reshape(-1).to(at::kDouble);
-  return index_text(a.sizes(), i) + " (" + fmt(value_at(x, i), 9) + " vs " +
-         fmt(value_at(y, i), 9) + ")";
+  return index_text(a.sizes(), i) + " (" + fmt(value_at(x, i), 9) + " vs " + fmt(value_at(y, i), 9) + ")";
 }
 
 }  // namespace forge::worker

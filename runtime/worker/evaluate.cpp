@@ -376,10 +376,12 @@ class TorchEvaluator final : public Evaluator {
       const double verify_start = seconds_since(t_start);
       {
         // The judge's torch work during verification on one thread: idle
-        // OpenMP threads spin, and on a small machine they would take the
-        // cores the runner needs (each call then waits for a time slice).
+        // OpenMP threads spin and take the cores the runner's call threads
+        // need. On the CPU each call then waits for a time slice; on the H200
+        // (16 cores) 16 threads gave 51 evaluations per minute where one gave
+        // 58 (bench/results/2026-12-05_fed9343_h200_runner_check.json).
         const int saved = at::get_num_threads();
-        if (!spec.cuda) at::set_num_threads(1);
+        at::set_num_threads(1);
         if (mode == "race") {
           failed = verify_cases(judge, {plans.front()});
         } else {
