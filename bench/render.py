@@ -233,6 +233,8 @@ def r_worker(lines):
         rows.append([r["commit"], r["evaluations"], r["accepted"], num(r["wall_s"], 1), num(r["per_min"], 0),
                      num(r["median_eval_s"], 2), num(r["verify_s"], 2), num(r["bench_s"], 2),
                      x(r["honest"]["speedup_eager"]), "%d of %d" % (len(rej), len(r["cheats"]))])
+        if not r["cheats"]:
+            continue
         cheats.append("Cheats at %s (candidate: reason): %s." % (
             r["commit"], "; ".join("%s: %s" % (c["candidate"], c["reason"] if c["verdict"] == "rejected"
                                                else "ACCEPTED") for c in r["cheats"])))
