@@ -33,7 +33,7 @@ void make_project(const fs::path& dir, const std::string& cache_url) {
   fs::create_directories(dir);
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
   test::write_text(dir / "forge.yaml",
-                   "models:\n  transformer: {run: python transformer.py}\n"
+                   "models:\n  transformer: {run: python transformer.py, check_runs: 1}\n"
                    "targets: {ops: [native_layer_norm, _softmax], top: 0, min_share: 0}\n"
                    "budget: {iterations: 2}\n"
                    "executor: slurm\n"

@@ -56,7 +56,7 @@ TEST_CASE("forge build with the command provider: variants asked together, a fai
                    "if [ \"$v\" = 2 ] && [ ! -e busy-once ]; then touch busy-once; echo 'model busy' >&2; exit 3; fi\n"
                    "echo 'Two passes per row.'\necho '```cpp'\ncat kernel.cpp\necho '```'\n");
   test::write_text(dir / "forge.yaml",
-                   "models:\n  transformer: {run: python transformer.py}\n"
+                   "models:\n  transformer: {run: python transformer.py, check_runs: 1}\n"
                    "targets: {ops: [native_layer_norm], top: 1, min_share: 0}\n"
                    "budget: {iterations: 2}\n"
                    "proposer:\n  strategies: false\n"

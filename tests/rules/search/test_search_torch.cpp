@@ -28,7 +28,7 @@ TEST_CASE("the example's targets are searched, a candidate is accepted, and the 
   test::TempDir dir;
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
   test::write_text(dir / "forge.yaml",
-                   "models:\n  transformer: {run: python transformer.py}\n"
+                   "models:\n  transformer: {run: python transformer.py, check_runs: 1}\n"
                    "targets: {ops: [native_layer_norm, _softmax], top: 0, min_share: 0}\n"
                    "budget: {iterations: 2}\n");
 
@@ -99,7 +99,7 @@ TEST_CASE("budget.parallel compiles the next candidates ahead; the search takes 
   test::TempDir dir;
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
   test::write_text(dir / "forge.yaml",
-                   "models:\n  transformer: {run: python transformer.py}\n"
+                   "models:\n  transformer: {run: python transformer.py, check_runs: 1}\n"
                    "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\n"
                    "budget: {iterations: 4, parallel: 3}\n");
   auto build = test::run_forge("--json build", dir.path());
