@@ -29,8 +29,8 @@ class Stock {
   c10::OperatorHandle m_op;
   // Holds a copy of the table's kernel (and its functor): the table's entry is
   // overwritten when the override registers, which leaves the copy valid; only
-  // the entry's destruction (the op deregistered) would invalidate it. The
-  // one accessor torch 2.11 through 2.14 all have (2.11 has no kernelFunction()).
+  // the entry's destruction (the op deregistered) would invalidate it. Kept as
+  // torch returns it: torch 2.11 has no SafeKernelFunction::kernelFunction().
   c10::SafeKernelFunction m_kernel;
   c10::DispatchKey m_key;
 };

@@ -80,14 +80,14 @@
 
 #include <ATen/core/LegacyTypeDispatch.h>
 
+#include "../common/dtypes_torch.h"
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
-
-#include "../common/dtypes_torch.h"
 
 namespace forge::worker {
 namespace {
@@ -106,16 +106,11 @@ struct Format {
 
 std::optional<Format> format_of(c10::ScalarType t) {
   switch (t) {
-    case c10::ScalarType::Float:
-      return Format{24, -125, 128, static_cast<double>(FLT_MIN)};
-    case c10::ScalarType::Double:
-      return Format{53, -1021, 1024, DBL_MIN};
-    case c10::ScalarType::Half:
-      return Format{11, -13, 16, 6.103515625e-05};
-    case c10::ScalarType::BFloat16:
-      return Format{8, -125, 128, static_cast<double>(FLT_MIN)};
-    default:
-      return std::nullopt;
+    case c10::ScalarType::Float: return Format{24, -125, 128, static_cast<double>(FLT_MIN)};
+    case c10::ScalarType::Double: return Format{53, -1021, 1024, DBL_MIN};
+    case c10::ScalarType::Half: return Format{11, -13, 16, 6.103515625e-05};
+    case c10::ScalarType::BFloat16: return Format{8, -125, 128, static_cast<double>(FLT_MIN)};
+    default: return std::nullopt;
   }
 }
 
@@ -131,28 +126,16 @@ const char* dtype_key(c10::ScalarType t) {
 AccuracyRule default_rule(c10::ScalarType t) {
   AccuracyRule r;
   switch (t) {
-    case c10::ScalarType::Float:
-      r.factor = 64, r.ulps = 8, r.cancel_ulps = 256, r.flush = 4;
-      break;
-    case c10::ScalarType::BFloat16:
-      r.factor = 8, r.ulps = 2, r.cancel_ulps = 16, r.flush = 4;
-      break;
-    case c10::ScalarType::Half:
-      r.factor = 8, r.ulps = 2, r.cancel_ulps = 16, r.flush = 0;
-      break;
-    case c10::ScalarType::Double:
-      r.enabled = false;
-      break;
-    default:
-      r.enabled = false;
-      break;
+    case c10::ScalarType::Float: r.factor = 64, r.ulps = 8, r.cancel_ulps = 256, r.flush = 4; break;
+    case c10::ScalarType::BFloat16: r.factor = 8, r.ulps = 2, r.cancel_ulps = 16, r.flush = 4; break;
+    case c10::ScalarType::Half: r.factor = 8, r.ulps = 2, r.cancel_ulps = 16, r.flush = 0; break;
+    case c10::ScalarType::Double: r.enabled = false; break;
+    default: r.enabled = false; break;
   }
   return r;
 }
 
-bool is_float(const at::Tensor& t) {
-  return t.defined() && at::isFloatingType(t.scalar_type());
-}
+bool is_float(const at::Tensor& t) { return t.defined() && at::isFloatingType(t.scalar_type()); }
 
 // The argument converted for the float64 evaluation; counts what it converted.
 c10::IValue to_double(const c10::IValue& v, int& converted, int& already_double) {
@@ -182,9 +165,8 @@ c10::IValue to_double(const c10::IValue& v, int& converted, int& already_double)
 std::vector<at::Tensor> call_reference64(const OpSpec& spec, const std::vector<c10::IValue>& args,
                                          std::string* why_not) {
   auto none = [&](const std::string& why) {
-    if (why_not)
-      *why_not = "no float64 reference for " + spec.name + ": " + why +
-                 "; accuracy checked against the stock kernel only (family tolerance)";
+    if (why_not) *why_not = "no float64 reference for " + spec.name + ": " + why +
+                            "; accuracy checked against the stock kernel only (family tolerance)";
     return std::vector<at::Tensor>{};
   };
   if (!spec.op) return none("the op is not in the dispatcher");
@@ -209,8 +191,7 @@ std::vector<at::Tensor> call_reference64(const OpSpec& spec, const std::vector<c
     stack.push_back(std::move(v));
   }
   if (converted == 0)
-    return none(already_double ? "its floating inputs are float64 already"
-                               : "it has no floating tensor input");
+    return none(already_double ? "its floating inputs are float64 already" : "it has no floating tensor input");
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;  // as call_stock: the backend kernel
     spec.op->callBoxed(&stack);
@@ -222,12 +203,9 @@ std::vector<at::Tensor> call_reference64(const OpSpec& spec, const std::vector<c
   }
   std::vector<at::Tensor> outs;
   for (auto& v : stack) {
-    if (v.isTensor())
-      outs.push_back(v.toTensor());
-    else if (v.isNone())
-      outs.emplace_back();
-    else
-      return none(std::string("it returns a ") + v.tagKind());
+    if (v.isTensor()) outs.push_back(v.toTensor());
+    else if (v.isNone()) outs.emplace_back();
+    else return none(std::string("it returns a ") + v.tagKind());
   }
   return outs;
 }
@@ -241,25 +219,20 @@ AccuracyRule accuracy_rule_for(const json& family_json, c10::ScalarType out) {
   if (!acc.is_object()) throw RequestError("family.accuracy must be an object keyed by dtype");
   if (!acc.contains(key)) return r;
   const json& e = acc[key];
-  if (!e.is_object())
-    throw RequestError(std::string("family.accuracy.") + key + " must be an object");
+  if (!e.is_object()) throw RequestError(std::string("family.accuracy.") + key + " must be an object");
   auto number = [&](const char* field, double& dst) {
     if (!e.contains(field)) return;
-    if (!e[field].is_number() || !(e[field].get<double>() >= 0) ||
-        !std::isfinite(e[field].get<double>()))
-      throw RequestError(std::string("family.accuracy.") + key + "." + field +
-                         " must be a number >= 0");
+    if (!e[field].is_number() || !(e[field].get<double>() >= 0) || !std::isfinite(e[field].get<double>()))
+      throw RequestError(std::string("family.accuracy.") + key + "." + field + " must be a number >= 0");
     dst = e[field].get<double>();
   };
   for (auto it = e.begin(); it != e.end(); ++it) {
     const std::string& k = it.key();
-    if (k != "enabled" && k != "factor" && k != "ulps" && k != "cancel_ulps" && k != "flush" &&
-        k != "rel")
+    if (k != "enabled" && k != "factor" && k != "ulps" && k != "cancel_ulps" && k != "flush" && k != "rel")
       throw RequestError(std::string("family.accuracy.") + key + ": unknown key \"" + k + "\"");
   }
   if (e.contains("enabled")) {
-    if (!e["enabled"].is_boolean())
-      throw RequestError(std::string("family.accuracy.") + key + ".enabled must be a bool");
+    if (!e["enabled"].is_boolean()) throw RequestError(std::string("family.accuracy.") + key + ".enabled must be a bool");
     r.enabled = e["enabled"].get<bool>();
   }
   number("factor", r.factor);
@@ -275,9 +248,8 @@ AccuracyRule accuracy_rule_for(const json& family_json, c10::ScalarType out) {
   return r;
 }
 
-std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& stock,
-                                       const at::Tensor& ref64, const AccuracyRule& rule,
-                                       const std::string& label, const std::string& where,
+std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& stock, const at::Tensor& ref64,
+                                       const AccuracyRule& rule, const std::string& label, const std::string& where,
                                        AccuracyStats& stats) {
   if (!out.defined() || !stock.defined() || !ref64.defined() || !rule.enabled || !is_float(stock) ||
       !is_float(ref64) || out.sizes() != stock.sizes() || ref64.sizes() != stock.sizes()) {
@@ -294,16 +266,13 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   // gathers the stock kernel's errors per binade, one applies the allowance
   // (~10 ms per million elements on one core). A device output is copied
   // chunk by chunk, twice when it spans more than one chunk.
-  const at::Tensor of = out.detach().reshape(-1), sf = stock.detach().reshape(-1),
-                   rf = ref64.detach().reshape(-1);
+  const at::Tensor of = out.detach().reshape(-1), sf = stock.detach().reshape(-1), rf = ref64.detach().reshape(-1);
   const int64_t n = rf.numel();
   struct Host {
     at::Tensor o, s, r;
   };
   auto load = [&](int64_t c0, int64_t len) {
-    auto host = [&](const at::Tensor& t) {
-      return t.narrow(0, c0, len).to(at::kCPU).to(at::kDouble).contiguous();
-    };
+    auto host = [&](const at::Tensor& t) { return t.narrow(0, c0, len).to(at::kCPU).to(at::kDouble).contiguous(); };
     return Host{host(of), host(sf), host(rf)};
   };
   const bool one_chunk = n <= kAccuracyChunk;
@@ -339,9 +308,7 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
     std::memcpy(&v, &bits, sizeof v);
     return v;
   };
-  auto finite3 = [](double a, double b, double c) {
-    return std::isfinite(a) && std::isfinite(b) && std::isfinite(c);
-  };
+  auto finite3 = [](double a, double b, double c) { return std::isfinite(a) && std::isfinite(b) && std::isfinite(c); };
   std::vector<double> abs_b(nb, 0.0), rel_b(nb, 0.0), can_b(nb, 0.0);
   int64_t checked = 0;
   each_chunk([&](int64_t, const double* o, const double* s, const double* r, int64_t len) {
@@ -378,8 +345,7 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
       const double a = std::fabs(r[i]), ec = std::fabs(o[i] - r[i]);
       const int e = exponent(a);
       const double u = ulp_at(e);
-      const double ratio =
-          ec / allowance(r[i], e, u);  // > 0: ulps or flush is nonzero (accuracy_rule_for)
+      const double ratio = ec / allowance(r[i], e, u);  // > 0: ulps or flush is nonzero (accuracy_rule_for)
       if (ratio > worst || wi < 0) worst = ratio, wi = c0 + i, wo = o[i], ws = s[i], wr = r[i];
       if (a >= floor) {
         // In ulps where a value may not be flushed (a flushed subnormal is millions of ulps off).
@@ -395,8 +361,7 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   const double ec = std::fabs(wo - wr), es = std::fabs(ws - wr);
   if (worst > stats.worst_ratio) {
     stats.worst_ratio = worst;
-    stats.worst_where =
-        (label.empty() ? std::string("out") : label) + index_text(stock.sizes(), wi) + " " + where;
+    stats.worst_where = (label.empty() ? std::string("out") : label) + index_text(stock.sizes(), wi) + " " + where;
     stats.worst_candidate_err = ec;
     stats.worst_stock_err = es;
     stats.worst_ref = wr;
@@ -405,17 +370,15 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   const int we = exponent(std::fabs(wr));
   const double u = ulp_at(we);
   const std::string prefix = label.empty() ? std::string() : label + ": ";
-  std::string terms = number_text(rule.factor) + " x stock envelope " +
-                      number_text(envelope(wr, we), 3) + " + " + number_text(rule.ulps) + " ulps";
+  std::string terms =
+      number_text(rule.factor) + " x stock envelope " + number_text(envelope(wr, we), 3) + " + " + number_text(rule.ulps) + " ulps";
   if (rule.rel > 0) terms += " + " + number_text(rule.rel) + " x |float64|";
   if (floor > 0) terms += " + " + number_text(floor, 3);
-  return Mismatch{"inaccurate",
-                  prefix + "error " + number_text(ec, 3) + " (" + number_text(ec / u, 3) +
-                      " ulps) at index " + index_text(stock.sizes(), wi) + " " + where + ": got " +
-                      number_text(wo, 9) + ", float64 " + number_text(wr, 9) + ", stock " +
-                      number_text(ws, 9) + " (error " + number_text(es / u, 3) +
-                      " ulps); allowed " + number_text(allowance(wr, we, u), 3) + " = " + terms +
-                      " (" + number_text(worst, 3) + "x the allowance)"};
+  return Mismatch{"inaccurate", prefix + "error " + number_text(ec, 3) + " (" + number_text(ec / u, 3) + " ulps) at index " +
+                                    index_text(stock.sizes(), wi) + " " + where + ": got " + number_text(wo, 9) +
+                                    ", float64 " + number_text(wr, 9) + ", stock " + number_text(ws, 9) + " (error " +
+                                    number_text(es / u, 3) + " ulps); allowed " + number_text(allowance(wr, we, u), 3) + " = " + terms +
+                                    " (" + number_text(worst, 3) + "x the allowance)"};
 }
 
 }  // namespace forge::worker

@@ -5,13 +5,11 @@
 
 namespace forge::worker {
 
-std::vector<at::Tensor> reference_float64(const OpSpec& spec,
-                                          const std::vector<c10::IValue>& args) {
+std::vector<at::Tensor> reference_float64(const OpSpec& spec, const std::vector<c10::IValue>& args) {
   return call_reference64(spec, args);
 }
 
-std::optional<Mismatch> accuracy_against_float64(const Family& family, const json& family_json,
-                                                 const at::Tensor& out, const at::Tensor& stock,
+std::optional<Mismatch> accuracy_against_float64(const Family& family, const json& family_json, const at::Tensor& out, const at::Tensor& stock,
                                                  const at::Tensor& ref64, const std::string& label,
                                                  const std::string& where, json* record) {
   AccuracyStats stats;
@@ -21,10 +19,8 @@ std::optional<Mismatch> accuracy_against_float64(const Family& family, const jso
   if (record && stats.checked > 0 && stats.worst_ratio >= record->value("worst_ratio", -1.0)) {
     (*record)["worst_ratio"] = stats.worst_ratio;
     (*record)["worst_where"] = stats.worst_where;
-    (*record)["candidate_max_ulps"] =
-        std::max(stats.candidate_max_ulps, record->value("candidate_max_ulps", 0.0));
-    (*record)["stock_max_ulps"] =
-        std::max(stats.stock_max_ulps, record->value("stock_max_ulps", 0.0));
+    (*record)["candidate_max_ulps"] = std::max(stats.candidate_max_ulps, record->value("candidate_max_ulps", 0.0));
+    (*record)["stock_max_ulps"] = std::max(stats.stock_max_ulps, record->value("stock_max_ulps", 0.0));
   }
   return m;
 }

@@ -15,8 +15,7 @@ std::vector<at::Tensor> reference_float64(const OpSpec& spec, const std::vector<
 // The candidate's error against ref64 compared with the stock kernel's error
 // (targets/<family>/family.yaml `accuracy:`, in `family_json`; `family` is
 // the same family parsed); *record collects the worst ratio.
-std::optional<Mismatch> accuracy_against_float64(const Family& family, const json& family_json,
-                                                 const at::Tensor& out, const at::Tensor& stock,
+std::optional<Mismatch> accuracy_against_float64(const Family& family, const json& family_json, const at::Tensor& out, const at::Tensor& stock,
                                                  const at::Tensor& ref64, const std::string& label,
                                                  const std::string& where, json* record);
 

@@ -18,8 +18,7 @@ constexpr int64_t kHostCopyLimit = int64_t(1) << 24;
 
 // results: every output matches the reference (and, where the op has a
 // float64 path, is no less accurate than stock).
-std::optional<Failure> check_results(Judge& j, const CallSet& cs,
-                                     const std::vector<at::Tensor>& ref,
+std::optional<Failure> check_results(Judge& j, const CallSet& cs, const std::vector<at::Tensor>& ref,
                                      const std::vector<at::Tensor>& ref64, const std::string& where,
                                      CompareStats& stats, json* accuracy) {
   const bool multi = ref.size() > 1;
@@ -28,8 +27,7 @@ std::optional<Failure> check_results(Judge& j, const CallSet& cs,
     const auto& returns = j.spec.op->schema().returns();
     if (k >= returns.size()) {  // a changed input's new value (compare.h, call_stock)
       const auto& a = j.spec.args[static_cast<size_t>(j.spec.extra_outputs[k - returns.size()])];
-      label = "output " + std::to_string(k) + " (the new value of input " + a.name +
-              ", which the call changes)";
+      label = "output " + std::to_string(k) + " (the new value of input " + a.name + ", which the call changes)";
     } else if (multi) {
       const std::string& n = returns[k].name();
       label = "output " + std::to_string(k) + (n.empty() ? "" : " (" + n + ")");
@@ -40,16 +38,14 @@ std::optional<Failure> check_results(Judge& j, const CallSet& cs,
     j.phases.enter("compare");
     const bool float64 = k < ref64.size() && ref64[k].defined();
     // Both checks read the output and the reference on the host: a device
-    // pair is copied once for the two (a copy is a synchronization).
+    // pair is copied once for the two (each copy synchronizes).
     const bool share = float64 && !ref[k].is_cpu() && ref[k].numel() <= kHostCopyLimit;
     const at::Tensor out = share ? cs.outputs[k].t.cpu() : cs.outputs[k].t;
     const at::Tensor stock = share ? ref[k].cpu() : ref[k];
-    if (auto m = compare_to_reference(out, stock, tol, label, where, stats))
-      return Failure{m->reason, m->detail};
+    if (auto m = compare_to_reference(out, stock, tol, label, where, stats)) return Failure{m->reason, m->detail};
     j.phases.enter("accuracy");
     if (float64)
-      if (auto m = accuracy_against_float64(j.family, j.family_json, out, stock, ref64[k], label,
-                                            where, accuracy))
+      if (auto m = accuracy_against_float64(j.family, j.family_json, out, stock, ref64[k], label, where, accuracy))
         return Failure{m->reason, m->detail};
     j.phases.enter(outer);
   }
@@ -62,24 +58,19 @@ namespace {
 // verify.max_declined share of those cases (default half): a kernel that
 // handles little beyond the captured call would ship a package that falls
 // back to stock nearly everywhere the family promises it.
-std::optional<Failure> too_many_declines(const Judge& j, const std::vector<CasePlan>& plans,
-                                         int declined) {
+std::optional<Failure> too_many_declines(const Judge& j, const std::vector<CasePlan>& plans, int declined) {
   if (declined == 0) return std::nullopt;
   double share = 0.5;
-  if (j.family_json.is_object() && j.family_json.contains("verify") &&
-      j.family_json["verify"].is_object()) {
+  if (j.family_json.is_object() && j.family_json.contains("verify") && j.family_json["verify"].is_object()) {
     const json& v = j.family_json["verify"];
-    if (v.contains("max_declined") && v["max_declined"].is_number())
-      share = v["max_declined"].get<double>();
+    if (v.contains("max_declined") && v["max_declined"].is_number()) share = v["max_declined"].get<double>();
   }
   int off = 0;
   for (const CasePlan& p : plans) off += p.kind != CasePlan::Sample && p.kind != CasePlan::Fresh;
   if (declined <= share * off) return std::nullopt;
-  return Failure{"declined", "forge_kernel declined " + std::to_string(declined) + " of the " +
-                                 std::to_string(off) +
+  return Failure{"declined", "forge_kernel declined " + std::to_string(declined) + " of the " + std::to_string(off) +
                                  " cases off the captured signature; the family allows " +
-                                 std::to_string(static_cast<int>(share * 100 + 0.5)) +
-                                 "% (verify.max_declined)"};
+                                 std::to_string(static_cast<int>(share * 100 + 0.5)) + "% (verify.max_declined)"};
 }
 
 // The size sweep's small extents (1..64) run once each, except kFullSmall of
@@ -115,12 +106,10 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
   std::vector<int64_t> vary_max(j.family.sig.vary.size(), 0);
   for (size_t v = 0; v < j.family.sig.vary.size(); ++v) {
     const auto [arg, dim] = j.family.sig.vary[v];
-    if (arg >= 0 && static_cast<size_t>(arg) < j.spec.args.size() &&
-        j.spec.args[arg].kind == ArgKind::Tensor) {
+    if (arg >= 0 && static_cast<size_t>(arg) < j.spec.args.size() && j.spec.args[arg].kind == ArgKind::Tensor) {
       const auto& sizes = j.spec.args[arg].sizes;
       const int64_t d = dim < 0 ? dim + static_cast<int64_t>(sizes.size()) : dim;
-      if (d >= 0 && d < static_cast<int64_t>(sizes.size()))
-        vary_max[v] = sizes[static_cast<size_t>(d)];
+      if (d >= 0 && d < static_cast<int64_t>(sizes.size())) vary_max[v] = sizes[static_cast<size_t>(d)];
     }
   }
   auto record = [&]() {
@@ -139,8 +128,7 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
   // A case passed after `runs` calls: its extent verified, its error counted.
   auto note_passed = [&](const Case& c, const CompareStats& cs, int runs) {
     const CasePlan& plan = c.plan;
-    if (plan.kind == CasePlan::Edge && plan.edge_vary >= 0 &&
-        static_cast<size_t>(plan.edge_vary) < vary_max.size())
+    if (plan.kind == CasePlan::Edge && plan.edge_vary >= 0 && static_cast<size_t>(plan.edge_vary) < vary_max.size())
       vary_max[static_cast<size_t>(plan.edge_vary)] =
           std::max(vary_max[static_cast<size_t>(plan.edge_vary)], plan.edge_size);
     total.worst_abs = std::max(total.worst_abs, cs.worst_abs);
@@ -176,8 +164,7 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
       record();
       continue;
     }
-    if (auto problem = abi_problem_of_outputs(ref); !problem.empty())
-      return Failure{"abi_mismatch", problem};
+    if (auto problem = abi_problem_of_outputs(ref); !problem.empty()) return Failure{"abi_mismatch", problem};
     // A call as large as the captured one or larger, where the memory plan
     // gave up the float64 reference and the run at other addresses.
     int64_t case_bytes = 0;
@@ -187,8 +174,7 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
     const bool float64 = !large || j.memory.float64_large;
     const bool moved_run = !large || j.memory.moved_large;
     j.phases.enter("float64");
-    std::vector<at::Tensor> ref64 =
-        float64 ? reference_float64(j.spec, c.args) : std::vector<at::Tensor>{};
+    std::vector<at::Tensor> ref64 = float64 ? reference_float64(j.spec, c.args) : std::vector<at::Tensor>{};
 
     j.phases.enter("bind");
     CallSet a;
@@ -206,8 +192,7 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
       // A decline: allowed outside the captured signature (the package falls
       // back to stock there), never on it.
       if (plan.kind == CasePlan::Sample || plan.kind == CasePlan::Fresh)
-        return Failure{"declined", "forge_kernel returned " + std::to_string(r1.reply.rc) + " " +
-                                       on +
+        return Failure{"declined", "forge_kernel returned " + std::to_string(r1.reply.rc) + " " + on +
                                        ": a kernel must handle the signature it was captured with"};
       declined++;
       case_log.push_back({{"case", plan.name}, {"result", "declined"}, {"rc", r1.reply.rc}});
@@ -236,12 +221,9 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
     CallResult r2 = s.call(a, runner::Cmd::Call, false);
     j.phases.enter("checks");
     if (auto f = s.check(r2, on + " (second run)", &dec)) return f;
-    if (dec)
-      return Failure{"nondeterministic",
-                     "forge_kernel declined a second run of a case it accepted " + on};
+    if (dec) return Failure{"nondeterministic", "forge_kernel declined a second run of a case it accepted " + on};
     if (auto d = outputs_differ(a, s1))
-      return Failure{"nondeterministic",
-                     "a second run on the same inputs differs: " + *d + " " + on};
+      return Failure{"nondeterministic", "a second run on the same inputs differs: " + *d + " " + on};
 
     // Run 3: new values written into the same input memory, right after two
     // calls on it: a result cached by address is stale now. (Before any call
@@ -253,8 +235,7 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
       j.phases.enter("stock");
       std::vector<at::Tensor> ref2 = call_stock(j.spec, c.args, true);
       j.phases.enter("float64");
-      std::vector<at::Tensor> ref2_64 =
-          float64 ? reference_float64(j.spec, c.args) : std::vector<at::Tensor>{};
+      std::vector<at::Tensor> ref2_64 = float64 ? reference_float64(j.spec, c.args) : std::vector<at::Tensor>{};
       j.phases.enter("calls");
       std::vector<at::Tensor> before3 = snapshot(a.inputs);
       poison_call(j, a);
@@ -294,13 +275,10 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
       CallResult r4 = s.call(b, runner::Cmd::Call, false);
       j.phases.enter("checks");
       if (auto f = s.check(r4, on + " (inputs at other addresses)", &dec)) return f;
-      if (dec)
-        return Failure{"nondeterministic",
-                       "forge_kernel declined the case at other addresses " + on};
+      if (dec) return Failure{"nondeterministic", "forge_kernel declined the case at other addresses " + on};
       if (auto f = check_guards(b, moved, on + " (inputs at other addresses)")) return f;
       if (auto d = outputs_differ(b, s1))
-        return Failure{"nondeterministic",
-                       "the result depends on where the inputs live: " + *d + " " + on};
+        return Failure{"nondeterministic", "the result depends on where the inputs live: " + *d + " " + on};
     }
 
     // CUDA: the call must be capturable in a CUDA graph on the given stream
@@ -313,8 +291,7 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
       if (auto f = s.check(g, on + " (graph capture)", &dec)) return f;
       std::string err(g.reply.text, strnlen(g.reply.text, sizeof g.reply.text));
       if (!err.empty()) return Failure{"side_stream", err + " " + on};
-      if (dec)
-        return Failure{"nondeterministic", "forge_kernel declined during graph capture " + on};
+      if (dec) return Failure{"nondeterministic", "forge_kernel declined during graph capture " + on};
       // Poisoned again: what ran eagerly during the capture (work on another
       // stream) is not in the replay.
       poison_call(j, a);
@@ -323,8 +300,8 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
       err.assign(rp.reply.text, strnlen(rp.reply.text, sizeof rp.reply.text));
       if (!err.empty()) return Failure{"side_stream", err + " " + on};
       if (auto d = outputs_differ(a, s1))
-        return Failure{"side_stream", "the CUDA graph replay did not give the call's results: " +
-                                          *d + " " + on + " (work outside the given stream)"};
+        return Failure{"side_stream", "the CUDA graph replay did not give the call's results: " + *d + " " + on +
+                                          " (work outside the given stream)"};
     }
 
     j.phases.enter("checks");
