@@ -117,6 +117,10 @@ bool in_range(const json& range, std::optional<int64_t> v) {
 
 SignatureFacts signature_facts(const Target& target) {
   SignatureFacts f;
+  const size_t dot = target.op.find('.');
+  f.op_name = target.op.substr(0, dot);
+  if (f.op_name.size() > 1 && f.op_name.back() == '_') f.op_name.pop_back();  // in place
+  f.op = f.op_name + (dot == std::string::npos ? "" : target.op.substr(dot));
   const json& a = target.args;
   const json* in = first_tensor(a);
   const json* out = first_tensor(target.outputs);
@@ -348,6 +352,7 @@ std::vector<std::string> unmet_conditions(const Strategy& s, const Target& targe
              (fact ? std::to_string(*fact) : std::string("no ") + key) + ")",
          range_distance(range, fact));
   }
+  if (!listed(ap.value("op", json()), f.op)) miss("op in " + list_text(ap["op"]) + " (here " + f.op + ")", 64);
   if (ap.value("dim", "") == "last" && !f.dim_last) miss("dim last (here another dim)", 8);
   if (ap.value("reduce", "") == "trailing" && !f.reduce_trailing) miss("reduce trailing (here other dims)", 8);
   if (ap.contains("training") && (!f.training || *f.training != ap["training"].get<bool>()))
@@ -405,6 +410,8 @@ std::string instantiate(const Strategy& s, const json& params, const SignatureFa
     if (value.is_string() && value.get<std::string>().rfind("$", 0) == 0) {
       if (value.get<std::string>() == "$row" && facts.row)
         head += "#define FORGE_P_" + name + " " + std::to_string(*facts.row) + "\n";
+      if (value.get<std::string>() == "$op" && !facts.op_name.empty())
+        head += "#define FORGE_P_" + name + " " + facts.op_name + "\n";
       continue;
     }
     head += "#define FORGE_P_" + name + " " +

@@ -64,7 +64,6 @@ std::vector<nlohmann::json> param_grid(const Strategy& s);
 // value before or after it in its list (the proposer's refinements of a node).
 std::vector<nlohmann::json> param_neighbours(const Strategy& s, const nlohmann::json& params);
 
-// The source of strategy `s` instantiated with `params`.
 // Shape facts of a target that `applies` conditions and "$row" params use:
 // row = the reduced row (softmax's dim, normalized_shape's product, mean's H·W),
 // plane = H·W (batch_norm, mean over trailing dims), slice = (C/group)·HxW and
@@ -78,6 +77,10 @@ struct SignatureFacts {
   bool row_one_stride = false;
   bool reduce_trailing = false;  // mean over the trailing dims
   std::optional<bool> training;  // batch_norm
+  // The op as a kernel computes it: in-place forms name their out-of-place op
+  // ("add_.Tensor" -> "add.Tensor", "relu_" -> "relu"); applies: {op: [...]}
+  // matches it. `op_name` drops the overload ("add"): a "$op" param's value.
+  std::string op, op_name;
   // FORGE_DTYPES (runtime/abi/forge_kernel.h): 1 << code of every float
   // tensor's dtype among the arguments and outputs; 0 when the first input's
   // or the first output's is unknown (every type).
@@ -85,6 +88,8 @@ struct SignatureFacts {
 };
 SignatureFacts signature_facts(const Target& target);
 
+// The source of strategy `s` instantiated with `params`: "$row" and "$op"
+// values become the signature's row length and op name (`facts`).
 std::string instantiate(const Strategy& s, const nlohmann::json& params,
                         const SignatureFacts& facts = {});
 

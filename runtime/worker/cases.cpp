@@ -34,6 +34,7 @@ c10::IValue scalar_ivalue(const ArgSpec& a) {
     case ArgKind::Bool: return c10::IValue(a.i != 0);
     case ArgKind::IntList: return c10::IValue(a.ints);
     case ArgKind::Dtype: return c10::IValue(static_cast<c10::ScalarType>(a.i));
+    case ArgKind::Str: return c10::IValue(a.text);  // gelu's approximate
     default: bad("argument " + a.name + " (" + a.type + ") cannot be rebuilt");
   }
 }

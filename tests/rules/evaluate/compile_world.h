@@ -86,7 +86,9 @@ inline std::vector<CandidateSource> first_instances(CandidateLang lang) {
   for (const auto& f : load_families(default_targets_dir()))
     for (const auto& s : load_strategies(f)) {
       if ((s.backend == "cuda") != (lang == CandidateLang::Cuda)) continue;
-      out.push_back({f.name + "/" + s.name, instantiate(s, param_grid(s).front(), facts), lang});
+      SignatureFacts g = facts;  // "$op": the family's first op (pointwise's relu, binary's add)
+      g.op_name = f.ops.front().substr(0, f.ops.front().find('.'));
+      out.push_back({f.name + "/" + s.name, instantiate(s, param_grid(s).front(), g), lang});
     }
   return out;
 }

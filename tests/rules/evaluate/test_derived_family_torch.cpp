@@ -1,8 +1,9 @@
 // Every op the ABI can express is a target (issue 30): a CPU script with a
 // SiLU, a log_softmax, a LayerNorm over a transposed view and a random fill
-// (tests/rules/evaluate/derived/). No family.yaml covers silu or _log_softmax:
-// their families are derived from the captured call, and `forge try` verifies
-// an honest kernel for each and rejects a wrong one; layer_norm's family.yaml
+// (tests/rules/evaluate/derived/). No family.yaml covers _log_softmax: its
+// family is derived from the captured call, and `forge try` verifies an honest
+// kernel for it; silu's (targets/pointwise) verifies a hand-written kernel and
+// rejects a wrong one; layer_norm's family.yaml
 // is refined to the captured strides, so a strided kernel is verified on the
 // transposed call; the random fill is no target and the report says why.
 // Skipped (visibly) where torch is not importable.
@@ -41,8 +42,9 @@ TEST_CASE("derived families: honest kernels verified through forge try, a wrong 
   for (const char* op : {"silu", "_log_softmax", "native_layer_norm"}) CHECK(by_op.count(op));
   // Searchable, but nothing proposes for a derived family without a model: the
   // report says so. The random fill is no target, and says why.
-  CHECK(by_op["silu"]["selection"] == "no_proposer");
-  CHECK(by_op["silu"]["why"].get<std::string>().find("derived") != std::string::npos);
+  CHECK(by_op["_log_softmax"]["selection"] == "no_proposer");
+  CHECK(by_op["_log_softmax"]["why"].get<std::string>().find("derived") != std::string::npos);
+  CHECK(by_op["silu"]["selection"] == "selected");  // the pointwise family's templates apply
   bool random = false;
   for (const auto& t : r["not_selected"])
     if (t["op"] == "uniform_") random = t["selection"] == "random";

@@ -159,22 +159,24 @@ Target target(const std::string& op, json args, json outputs) {
 
 TEST_CASE("an op no family.yaml covers gets a family derived from the captured call") {
   const auto families = load_families(default_targets_dir());
-  // gelu(Tensor self, *, str approximate): a str argument rides in the ABI too.
-  const Target gelu = target("gelu", json::array({tensor("float32", {4, 64}, {64, 1}),
-                                                  {{"type", "str"}, {"value", "tanh"}}}),
-                             json::array({tensor("float32", {4, 64}, {64, 1})}));
+  // div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode): a str
+  // argument rides in the ABI too (binary's family.yaml covers div.Tensor only).
+  const Target div = target("div.Tensor_mode",
+                            json::array({tensor("float32", {4, 64}, {64, 1}), tensor("float32", {4, 64}, {64, 1}),
+                                         {{"type", "str"}, {"value", "floor"}}}),
+                            json::array({tensor("float32", {4, 64}, {64, 1})}));
   std::string why;
-  auto f = family_of(families, gelu, &why);
+  auto f = family_of(families, div, &why);
   REQUIRE(f);
   CHECK(why.empty());
   CHECK(f->derived);
   CHECK(f->path.empty());
-  CHECK(f->name == "gelu");
-  CHECK(f->ops == std::vector<std::string>{"gelu"});
+  CHECK(f->name == "div.Tensor_mode");
+  CHECK(f->ops == std::vector<std::string>{"div.Tensor_mode"});
   CHECK(f->spec["signature_family"]["contiguous"] == true);
   CHECK_FALSE(f->spec["signature_family"].contains("vary"));  // nothing varies
   CHECK(f->spec["verify"]["specials"] == json::array({"nan", "pos_inf"}));
-  CHECK(f->spec["cost"]["reads"] == json::array({0}));
+  CHECK(f->spec["cost"]["reads"] == json::array({0, 1}));
   CHECK(f->spec["cost"]["writes"] == json::array({0}));
   CHECK(f->text.find("derived from the captured call") != std::string::npos);
   CHECK(f->digest == sha256_hex(f->text));

@@ -179,6 +179,42 @@ TEST_CASE("applies: batch_norm's strategies take inference calls only (training 
       for (const auto& s : load_strategies(f)) CHECK_FALSE(strategy_applies(s, t, "cuda"));
 }
 
+// The pointwise templates cover an op table: `applies: {op: [...]}` names the
+// ops (an in-place form matches its out-of-place op), "$op" writes the op's
+// name into the instance, so one template computes exactly the captured op.
+TEST_CASE("applies: op lists the ops a template computes; \"$op\" instantiates the captured one") {
+  json x = {{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {8, 16}}, {"strides", {16, 1}}};
+  Target t;
+  t.args = json::array({x, x, {{"type", "Scalar"}, {"value", 1}}});
+  t.outputs = json::array({x});
+  Strategy s = make("strided", {{"OP", {"$op"}}});
+  s.applies["op"] = {"add.Tensor", "relu"};
+  s.applies.erase("layout");
+  for (const char* op : {"add.Tensor", "add_.Tensor"}) {
+    t.op = op;
+    CAPTURE(op);
+    CHECK(signature_facts(t).op == "add.Tensor");
+    CHECK(signature_facts(t).op_name == "add");
+    CHECK(strategy_applies(s, t, "cpu"));
+    CHECK(instantiate(s, {{"OP", "$op"}}, signature_facts(t)).find("#define FORGE_P_OP add\n") != std::string::npos);
+  }
+  t.op = "add.Scalar";  // another overload: another schema, not in the table
+  auto unmet = unmet_conditions(s, t, "cpu");
+  REQUIRE(unmet.size() == 1);
+  CHECK(unmet[0] == "op in [add.Tensor, relu] (here add.Scalar)");
+  t.op = "relu_";
+  CHECK(signature_facts(t).op == "relu");
+  CHECK(strategy_applies(s, t, "cpu"));
+  t.op = "_softmax";  // a leading underscore stays
+  CHECK(signature_facts(t).op == "_softmax");
+
+  // The shipped families: relu and its in-place form are pointwise's, add.Tensor binary's.
+  auto families = load_families(default_targets_dir());
+  CHECK(find_family(families, "relu_")->name == "pointwise");
+  CHECK(find_family(families, "add_.Tensor")->name == "binary");
+  CHECK_FALSE(find_family(families, "add.Scalar"));
+}
+
 namespace {
 // native_layer_norm over the last len(shape) dims of a float32 input of these
 // sizes and strides, with weight and bias; out contiguous, as stock allocates it.

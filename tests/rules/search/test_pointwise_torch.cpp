@@ -1,0 +1,53 @@
+// The strategy library's pointwise class on the CPU (issue 32): a script with
+// every kind of call the pointwise and binary families take
+// (tests/rules/search/pointwise/model.py) is captured and built with one
+// candidate per target; each target's first instance of the `strided`
+// template (its op written in by "$op") is verified against stock on the
+// captured and fresh inputs, ranges and specials, and accepted. Correctness
+// only: speed is bench/templates' business. Skipped (visibly) without torch.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("rules::Pointwise");
+
+TEST_CASE("the pointwise template verifies for every op kind: scalars, bf16, strided, broadcast, wrapped numbers") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  fs::copy_file(fs::path(FORGE_TEST_DIR) / "rules" / "search" / "pointwise" / "model.py", dir / "model.py");
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  m: {run: python model.py, check_runs: 1, env: {OMP_NUM_THREADS: '1'}}\n"
+                   "targets: {top: 0, min_share: 0}\n"
+                   "budget: {iterations: 1}\n");
+  auto build = test::run_forge("--json build", dir.path());
+  INFO(build.err);
+  REQUIRE(build.exit_code == 0);
+  json r = json::parse(build.out);
+  std::multiset<std::string> accepted;
+  for (const auto& t : r["targets"]) {
+    const std::string op = t["op"];
+    if (t["selection"] != "selected") continue;
+    CAPTURE(t.dump());
+    CHECK(t.value("best_strategy", std::string()).find("strided") != std::string::npos);
+    CHECK(t["accepted"].get<int>() == 1);
+    if (t["accepted"].get<int>() == 1) accepted.insert(op);
+  }
+  // 15 calls: 12 unary targets (gelu twice) and 3 binary ones.
+  for (const char* op : {"relu", "gelu", "silu", "tanh", "mish", "softplus", "elu", "hardswish", "leaky_relu", "clamp",
+                         "pow.Tensor_Scalar", "add.Tensor", "mul.Tensor", "div.Tensor"})
+    CHECK_MESSAGE(accepted.count(op) >= 1, op);
+  CHECK(accepted.count("gelu") == 2);  // approximate "none" and "tanh"
+}
+
+TEST_SUITE_END();
+}  // namespace forge
