@@ -104,6 +104,13 @@ def row_of(family, case):
     return n
 
 
+def op_name(op):
+    """What `$op` means: the op without its overload, an in-place form as its
+    out-of-place op (rules/search/strategies.cpp, signature_facts)."""
+    name = op.split(".")[0]
+    return name[:-1] if len(name) > 1 and name.endswith("_") else name
+
+
 def expand(params, fixed):
     names = sorted(params)
     for combo in itertools.product(*[params[n] for n in names]):
@@ -149,7 +156,8 @@ def main():
             for c in cases:
                 if a.case and c["name"] not in a.case:
                     continue
-                p = {k: (row_of(a.family, c) if v == "$row" else v) for k, v in p0.items()}
+                p = {k: (row_of(a.family, c) if v == "$row" else op_name(c["op"]) if v == "$op" else v)
+                     for k, v in p0.items()}
                 if any(v is None for v in p.values()):
                     continue
                 try:

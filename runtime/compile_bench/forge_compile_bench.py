@@ -66,7 +66,7 @@ def build_args(req, device):
             args.append(None)
         elif t == "ScalarType":
             args.append(torch_dtype(rec["value"]))
-        elif t in ("int", "float", "bool", "int[]", "float[]", "bool[]"):
+        elif t in ("int", "float", "bool", "str", "int[]", "float[]", "bool[]"):
             args.append(rec["value"])
         elif t == "list":
             args.append([r["value"] for r in rec["value"]])

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Per class of the strategy library, on this CPU: does the library's kernel
+beat stock? (issue 32, "the CPU backend keeps pace")
+
+For every family with CPU strategies and every case of it in cases_cpu.yaml,
+each CPU strategy's first parameter set (what a search's root tries first,
+"$row" / "$op" filled in) is compiled and sent to the evaluation worker
+(docs/WORKER.md): verified against stock, then timed against stock in paired
+rounds on the worker's thread count. The best accepted instance per case is
+the library's kernel there. Prints a table, per class last, and writes JSON
+under bench/results/.
+
+  python3 bench/templates/classes_cpu.py --worker /tmp/wb/forge_worker --threads 1 \
+      [--class pointwise ...] [--out bench/results/DATE_COMMIT_cpu_classes.json]
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import time
+
+import yaml
+
+from run_cpu import HERE, ROOT, TARGETS, Worker, compile_instance, op_name, row_of
+
+
+def families():
+    out = []
+    for name in sorted(os.listdir(TARGETS)):
+        d = os.path.join(TARGETS, name)
+        if os.path.exists(os.path.join(d, "strategies.yaml")):
+            out.append(name)
+    return out
+
+
+def first_params(strategy, family, case):
+    p = {}
+    for k, values in (strategy.get("params") or {}).items():
+        v = values[0]
+        p[k] = row_of(family, case) if v == "$row" else op_name(case["op"]) if v == "$op" else v
+    return p
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--worker", default="/tmp/wb/forge_worker")
+    ap.add_argument("--class", dest="classes", action="append", help="a family (default: every one with CPU strategies)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--march", default="native")
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--min-seconds", type=float, default=0.3)
+    ap.add_argument("--cache", default="/tmp/forge_strategies")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+
+    cases_all = yaml.safe_load(open(os.path.join(HERE, "cases_cpu.yaml")))
+    os.makedirs(a.cache, exist_ok=True)
+    w = Worker(a.worker)
+    w.start()
+    rows = []
+    for fam in a.classes or families():
+        fam_dir = os.path.join(TARGETS, fam)
+        family = yaml.safe_load(open(os.path.join(fam_dir, "family.yaml")))
+        strategies = [s for s in yaml.safe_load(open(os.path.join(fam_dir, "strategies.yaml")))["strategies"]
+                      if s["backend"] == "cpu"]
+        for case in cases_all.get(fam, []):
+            tried = []
+            for s in strategies:
+                p = first_params(s, fam, case)
+                try:
+                    so = compile_instance(os.path.join(fam_dir, s["source"]), p, a.march, a.cache, [])
+                except RuntimeError as e:
+                    tried.append({"strategy": s["name"], "params": p, "verdict": "compile_error", "detail": str(e)[:300]})
+                    continue
+                req = {"cmd": "evaluate", "id": "%s/%s/%s" % (fam, s["name"], case["name"]), "op": case["op"],
+                       "overload": case.get("overload", ""), "args": case["args"], "samples": [], "family": family,
+                       "candidate": so, "seed": 1234,
+                       "bench": {"warmup": 5, "reps": a.reps, "min_seconds": a.min_seconds, "max_seconds": 10,
+                                 "threads": a.threads}}
+                r = w.request(req)
+                b = r.get("bench") or {}
+                tried.append({"strategy": s["name"], "params": p, "verdict": r.get("verdict"), "reason": r.get("reason"),
+                              "detail": r.get("detail") or r.get("error"),
+                              "kernel_us": b.get("candidate_us"), "stock_us": b.get("eager_us"),
+                              "speedup": b.get("speedup_eager"), "faster": b.get("faster")})
+            ok = [t for t in tried if t["verdict"] == "accepted" and t.get("kernel_us")]
+            best = max(ok, key=lambda t: t["speedup"] or 0) if ok else None
+            rows.append({"class": fam, "case": case["name"], "op": case["op"], "best": best, "tried": tried})
+            k, st = (best or {}).get("kernel_us") or {}, (best or {}).get("stock_us") or {}
+            print("%-11s %-22s %-14s %10s %10s %7s %s" % (
+                fam, case["name"], best["strategy"] if best else "-",
+                "%.2f±%.2f" % (k["median"], k.get("spread", 0)) if k else "-",
+                "%.2f±%.2f" % (st["median"], st.get("spread", 0)) if st else "-",
+                "%.2fx" % best["speedup"] if best else "-",
+                "faster" if best and best["faster"] else ("not faster" if best else
+                                                         "no kernel: " + "; ".join("%s %s" % (t["strategy"], t["verdict"]) for t in tried))),
+                flush=True)
+    w.close()
+
+    print("\nper class (µs are medians at %d thread(s); 'faster': the worker's paired test says so)" % a.threads)
+    print("%-11s %6s %7s %s" % ("class", "cases", "faster", "geomean kernel/stock speedup"))
+    summary = {}
+    for fam in sorted({r["class"] for r in rows}):
+        rs = [r for r in rows if r["class"] == fam]
+        sp = [r["best"]["speedup"] for r in rs if r["best"] and r["best"]["speedup"]]
+        geo = 1.0
+        for x in sp:
+            geo *= x
+        geo = geo ** (1.0 / len(sp)) if sp else None
+        faster = sum(1 for r in rs if r["best"] and r["best"]["faster"])
+        summary[fam] = {"cases": len(rs), "with_kernel": len(sp), "faster": faster, "geomean_speedup": geo}
+        print("%-11s %6d %7d %s" % (fam, len(rs), faster, "%.2fx" % geo if geo else "-"))
+    if a.out:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        rec = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit, "machine": w.hello.get("device"),
+               "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "threads": a.threads,
+               "march": a.march, "command": "python3 bench/templates/classes_cpu.py --threads %d" % a.threads,
+               "summary": summary, "rows": rows}
+        with open(a.out, "w") as f:
+            json.dump(rec, f, indent=1)
+        print("wrote", a.out)
+
+
+if __name__ == "__main__":
+    main()
