@@ -1,0 +1,125 @@
+// A reduction call (targets/reduce's op table) as [outer, R, inner]: the
+// reduced dims must be one run of neighbouring dims (dims of extent 1
+// anywhere), each group of dims merging into one stride (any contiguous
+// input; a slice or permutation whose groups merge), so the call reduces R
+// blocks of `inner` side-by-side elements for each of `outer` positions; the
+// output (values, and
+// indices for argmax/argmin/max.dim/min.dim) is contiguous [outer, inner].
+// Shared by the CPU and the CUDA templates. Host code: the CPU templates
+// include it after their ISA region (cpu_checks.h). Internal linkage.
+//
+// The op is the template's (RD_OP, reduce_ops.h); its scalars, in schema order:
+//   sum.dim_IntList, mean.dim: dim (int[]? : None or [] = every dim), keepdim, dtype?
+//   sum (no overload):          dtype?                 (every dim)
+//   amax, amin:                 dim (int[]: [] = every dim), keepdim
+//   prod.dim_int:               dim (int), keepdim, dtype?
+//   argmax, argmin:             dim (int? : None = every dim, flattened), keepdim
+//   max.dim, min.dim:           dim (int), keepdim -> (values, indices)
+// ReduceArgs (reduce_ops.h) holds the result.
+
+namespace {
+
+inline int parse_reduce(const forge_call* call, ReduceArgs& a) {
+  if (!call || call->n_inputs != 1) return 1;
+  const forge_tensor& x = call->inputs[0];
+  const int nd = x.ndim;
+  if (!x.data || nd < 0 || nd > FORGE_MAX_DIMS || !host_float(x.dtype)) return 1;
+  const forge_scalar* s = call->scalars;
+  const int ns = call->n_scalars;
+  bool reduced[FORGE_MAX_DIMS] = {};
+  bool all = false;
+  // The dim argument: one int, an int list, or None.
+  auto take_dims = [&](const forge_scalar& d, bool empty_is_all) {
+    if (d.kind == FORGE_ARG_NONE) {
+      all = true;
+      return true;
+    }
+    if (d.kind == FORGE_ARG_INT) {
+      int64_t k = d.i < 0 ? d.i + (nd ? nd : 1) : d.i;
+      if (k < 0 || k >= (nd ? nd : 1)) return false;
+      if (nd) reduced[k] = true;
+      return true;
+    }
+    if (d.kind != FORGE_ARG_INT_LIST || d.len < 0 || d.len > FORGE_MAX_LIST) return false;
+    if (d.len == 0) {
+      all = empty_is_all;
+      return empty_is_all;
+    }
+    for (int j = 0; j < d.len; ++j) {
+      int64_t k = d.ints[j] < 0 ? d.ints[j] + (nd ? nd : 1) : d.ints[j];
+      if (k < 0 || k >= (nd ? nd : 1)) return false;
+      if (nd) reduced[k] = true;
+    }
+    return true;
+  };
+#if RD_OP == RD_sum || RD_OP == RD_mean
+  if (ns == 1) {  // sum(Tensor self, *, ScalarType? dtype): every dim
+    all = true;
+  } else if (ns != 3 || !take_dims(s[0], true)) {
+    return 1;
+  }
+#elif RD_OP == RD_amax || RD_OP == RD_amin
+  if (ns != 2 || s[0].kind != FORGE_ARG_INT_LIST || !take_dims(s[0], true)) return 1;
+#elif RD_OP == RD_prod
+  if (ns != 3 || s[0].kind != FORGE_ARG_INT || !take_dims(s[0], false)) return 1;
+#elif RD_OP == RD_argmax || RD_OP == RD_argmin
+  if (ns != 2 || !take_dims(s[0], false)) return 1;
+#else  // max.dim, min.dim
+  if (ns != 2 || s[0].kind != FORGE_ARG_INT || !take_dims(s[0], false)) return 1;
+#endif
+  if (all)
+    for (int d = 0; d < nd; ++d) reduced[d] = true;
+  // [outer, R, inner]: the reduced dims (extent-1 dims ignored) one run, each
+  // group's dims merging into one stride: inner steps by one element, R by
+  // sR, outer by sO (a sliced or permuted input whose groups merge is fine).
+  int first = -1, last = -1;
+  for (int d = 0; d < nd; ++d)
+    if (reduced[d] && x.sizes[d] != 1) {
+      if (first < 0) first = d;
+      last = d;
+    }
+  int64_t ext[3] = {1, 1, 1}, step[3] = {0, 0, 0};  // outer, R, inner
+  for (int d = nd - 1; d >= 0; --d) {
+    if (x.sizes[d] == 1) continue;
+    const bool in_run = first >= 0 && d >= first && d <= last;
+    if (in_run && !reduced[d]) return 1;  // a kept dim between reduced ones
+    const int g = first < 0 ? 0 : in_run ? 1 : d > last ? 2 : 0;
+    if (ext[g] == 1) step[g] = x.strides[d];
+    else if (x.strides[d] != step[g] * ext[g]) return 1;  // the group's dims do not merge
+    ext[g] *= x.sizes[d];
+  }
+  if (ext[2] > 1 && step[2] != 1) return 1;  // inner elements side by side
+  if (ext[2] == 1 && ext[1] > 1 && step[1] != 1) return 1;  // a row steps by one
+  a.outer = ext[0];
+  a.R = ext[1];
+  a.inner = ext[2];
+  a.sR = ext[1] > 1 ? step[1] : a.inner;
+  a.sO = ext[0] > 1 ? step[0] : a.R * a.inner;
+  if (host_numel(x) == 0) return 1;  // stock raises or fills identities: not this template's
+  a.x = x.data;
+  a.x_dtype = x.dtype;
+  a.y = nullptr;
+  a.idx = nullptr;
+  a.y_dtype = x.dtype;
+  const int64_t m = a.outer * a.inner;
+  auto out_ok = [&](const forge_tensor& o, bool index) {
+    if (!o.data || host_numel(o) != m || !host_contiguous(o)) return false;
+    return index ? o.dtype == FORGE_INT64 : host_float(o.dtype);
+  };
+#if RD_OP == RD_argmax || RD_OP == RD_argmin
+  if (call->n_outputs != 1 || !out_ok(call->outputs[0], true)) return 1;
+  a.idx = static_cast<int64_t*>(call->outputs[0].data);
+#elif RD_OP == RD_max || RD_OP == RD_min
+  if (call->n_outputs != 2 || !out_ok(call->outputs[0], false) || !out_ok(call->outputs[1], true)) return 1;
+  a.y = call->outputs[0].data;
+  a.y_dtype = call->outputs[0].dtype;
+  a.idx = static_cast<int64_t*>(call->outputs[1].data);
+#else
+  if (call->n_outputs != 1 || !out_ok(call->outputs[0], false)) return 1;
+  a.y = call->outputs[0].data;
+  a.y_dtype = call->outputs[0].dtype;
+#endif
+  return 0;
+}
+
+}  // namespace

@@ -1,0 +1,51 @@
+// The strategy library's reduction class on the CPU (issue 32): a script with
+// every kind of call the reduce family takes (tests/rules/search/reduce/
+// model.py) is captured and built with one candidate per target; the first
+// instance of the `lanes` template (its op written in by "$op") is verified
+// against stock on the captured and fresh inputs, ranges and specials, and
+// accepted for each. Correctness only. Skipped (visibly) without torch.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("rules::Reduce");
+
+TEST_CASE("the reduce template verifies rows, columns, every dim, a slice, indices and max.dim") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  fs::copy_file(fs::path(FORGE_TEST_DIR) / "rules" / "search" / "reduce" / "model.py", dir / "model.py");
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  m: {run: python model.py, check_runs: 1, env: {OMP_NUM_THREADS: '1'}}\n"
+                   "targets: {top: 0, min_share: 0}\n"
+                   "budget: {iterations: 1}\n");
+  auto build = test::run_forge("--json build", dir.path());
+  INFO(build.err);
+  REQUIRE(build.exit_code == 0);
+  json r = json::parse(build.out);
+  std::multiset<std::string> accepted;
+  for (const auto& t : r["targets"]) {
+    const std::string op = t["op"];
+    if (op == "copy_") continue;  // the dtype conversions around argmin's bf16 input
+    CAPTURE(t.dump());
+    CHECK(t["selection"] == "selected");
+    CHECK(t.value("best_strategy", std::string()).find("lanes") != std::string::npos);
+    CHECK(t["accepted"].get<int>() == 1);
+    if (t["accepted"].get<int>() == 1) accepted.insert(op);
+  }
+  for (const char* op : {"mean.dim", "amax", "argmax", "argmin", "max.dim", "prod.dim_int"})
+    CHECK_MESSAGE(accepted.count(op) == 1, op);
+  // Rows, columns, the first dim, every dim, and the full sums of the final print.
+  CHECK(accepted.count("sum.dim_IntList") >= 4);
+}
+
+TEST_SUITE_END();
+}  // namespace forge
