@@ -157,7 +157,7 @@ SignatureFacts signature_facts(const Target& target) {
     return p;
   };
   const std::string op = target.op;
-  if (op == "_softmax") {
+  if (op == "_softmax" || op == "_log_softmax") {
     auto d = ints_of(a[1]);
     if (d.size() == 1 && nd > 0) {
       int64_t dim = d[0] < 0 ? d[0] + nd : d[0];
@@ -354,6 +354,7 @@ std::vector<std::string> unmet_conditions(const Strategy& s, const Target& targe
   }
   if (!listed(ap.value("op", json()), f.op)) miss("op in " + list_text(ap["op"]) + " (here " + f.op + ")", 64);
   if (ap.value("dim", "") == "last" && !f.dim_last) miss("dim last (here another dim)", 8);
+  if (ap.value("dim", "") == "not_last" && (f.dim_last || !f.row)) miss("dim not the last (here the last)", 8);
   if (ap.value("reduce", "") == "trailing" && !f.reduce_trailing) miss("reduce trailing (here other dims)", 8);
   if (ap.contains("training") && (!f.training || *f.training != ap["training"].get<bool>()))
     miss(std::string("training ") + (ap["training"].get<bool>() ? "true" : "false") + " (here " +

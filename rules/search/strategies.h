@@ -70,7 +70,7 @@ std::vector<nlohmann::json> param_neighbours(const Strategy& s, const nlohmann::
 // groups = N·group (group_norm). Unset when the op has no such fact.
 struct SignatureFacts {
   std::optional<int64_t> row, plane, slice, groups;
-  bool dim_last = false;         // softmax over the last dim
+  bool dim_last = false;         // softmax over the last dim (applies: {dim: last}; another: {dim: not_last})
   // layer_norm, rms_norm: the row's dims (normalized_shape's, in the input and
   // in weight/bias) step through memory by one stride, whatever the outer
   // dims' strides (applies: {layout: strided_rows}).

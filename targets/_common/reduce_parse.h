@@ -78,16 +78,36 @@ inline int parse_reduce(const forge_call* call, ReduceArgs& a) {
       if (first < 0) first = d;
       last = d;
     }
-  int64_t ext[3] = {1, 1, 1}, step[3] = {0, 0, 0};  // outer, R, inner
-  for (int d = nd - 1; d >= 0; --d) {
+  // The dims of extent > 1 of each group (outer, R, inner) in logical order.
+  int group_dims[3][FORGE_MAX_DIMS], count[3] = {0, 0, 0};
+  for (int d = 0; d < nd; ++d) {
     if (x.sizes[d] == 1) continue;
     const bool in_run = first >= 0 && d >= first && d <= last;
     if (in_run && !reduced[d]) return 1;  // a kept dim between reduced ones
     const int g = first < 0 ? 0 : in_run ? 1 : d > last ? 2 : 0;
-    if (ext[g] == 1) step[g] = x.strides[d];
-    else if (x.strides[d] != step[g] * ext[g]) return 1;  // the group's dims do not merge
-    ext[g] *= x.sizes[d];
+    group_dims[g][count[g]++] = d;
   }
+#if !RD_WITH_INDEX
+  // A value reduction does not care in which order it meets the elements:
+  // its reduced dims go by decreasing stride, so a permuted (transposed)
+  // input's full sum reads memory in order. (An index is the flattened
+  // logical position: argmax and max.dim keep the logical order.)
+  for (int k = 1; k < count[1]; ++k)
+    for (int j = k; j > 0 && x.strides[group_dims[1][j - 1]] < x.strides[group_dims[1][j]]; --j) {
+      const int t = group_dims[1][j];
+      group_dims[1][j] = group_dims[1][j - 1];
+      group_dims[1][j - 1] = t;
+    }
+#endif
+  // Each group's dims must merge into one stride.
+  int64_t ext[3] = {1, 1, 1}, step[3] = {0, 0, 0};
+  for (int g = 0; g < 3; ++g)
+    for (int k = count[g] - 1; k >= 0; --k) {
+      const int d = group_dims[g][k];
+      if (ext[g] == 1) step[g] = x.strides[d];
+      else if (x.strides[d] != step[g] * ext[g]) return 1;  // the group's dims do not merge
+      ext[g] *= x.sizes[d];
+    }
   if (ext[2] > 1 && step[2] != 1) return 1;  // inner elements side by side
   if (ext[2] == 1 && ext[1] > 1 && step[1] != 1) return 1;  // a row steps by one
   a.outer = ext[0];

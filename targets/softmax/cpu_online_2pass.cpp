@@ -43,6 +43,7 @@
 #endif
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/softmax_op.h"  // SM_LOG: softmax or log_softmax (FORGE_P_OP)
 
 constexpr int K = FORGE_P_CHUNK;
 static_assert(K >= 1 && K <= 16, "FORGE_P_CHUNK must be 1..16");
@@ -84,6 +85,12 @@ void softmax_row(const TI* x, TO* y, int64_t L) {
   const float inv = M == -INFINITY ? NAN : 1.0f / S;
   const vf Mv = splat(M), iv = splat(inv);
   i = 0;
+  if constexpr (SM_LOG) {  // (x - M) - log S; an all -inf row: -inf - -inf = NaN, as stock
+    const vf logS = splat(logf(S));
+    for (; i + W <= L; i += W) store(y + i, (load(x + i) - Mv) - logS);
+    if (i < L) store_part(y + i, (load_part(x + i, L - i, ninf) - Mv) - logS, L - i);
+    return;
+  }
   for (; i + W <= L; i += W) store(y + i, vexp(load(x + i) - Mv) * iv);
   if (i < L) store_part(y + i, vexp(load_part(x + i, L - i, ninf) - Mv) * iv, L - i);
 }

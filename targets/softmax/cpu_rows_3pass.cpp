@@ -49,6 +49,7 @@
 #endif
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/softmax_op.h"  // SM_LOG: softmax or log_softmax (FORGE_P_OP)
 
 constexpr int U = FORGE_P_UNROLL;
 static_assert(U >= 1 && U <= 8, "FORGE_P_UNROLL must be 1..8");
@@ -71,9 +72,9 @@ void softmax_row(const TI* x, TO* y, int64_t L, float* rowbuf) {
 
   // Pass 2: e = exp(x - M), summed and kept: in y when y is fp32, in an fp32
   // stack buffer for 16-bit outputs of rows up to ROWBUF, else recomputed.
-  constexpr bool keep = sizeof(TO) == 4;
+  constexpr bool keep = sizeof(TO) == 4 && !SM_LOG;
   float* buf = keep ? nullptr : rowbuf;
-  const bool buffered = !keep && L <= ROWBUF;
+  const bool buffered = !keep && !SM_LOG && L <= ROWBUF;
   vf s[U];
   for (int u = 0; u < U; ++u) s[u] = splat(0.0f);
   i = 0;
@@ -97,11 +98,16 @@ void softmax_row(const TI* x, TO* y, int64_t L, float* rowbuf) {
     s[0] += e;
   }
   for (int u = 1; u < U; ++u) s[0] += s[u];
-  const vf inv = splat(1.0f / hsum(s[0]));
+  const float S = hsum(s[0]);
+  const vf inv = splat(1.0f / S);
 
-  // Pass 3: scale.
+  // Pass 3: scale (log_softmax: (x - M) - log S from x; nothing kept).
   i = 0;
-  if constexpr (keep) {
+  if constexpr (SM_LOG) {
+    const vf logS = splat(logf(S));
+    for (; i + W <= L; i += W) store(y + i, (load(x + i) - M) - logS);
+    if (i < L) store_part(y + i, (load_part(x + i, L - i, ninf) - M) - logS, L - i);
+  } else if constexpr (keep) {
     for (; i + W <= L; i += W) store(y + i, load(y + i) * inv);
     if (i < L) store_part(y + i, load_part(y + i, L - i, TO{}) * inv, L - i);
   } else if (buffered) {

@@ -51,6 +51,7 @@
 #endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/softmax_op.h"  // SM_LOG: softmax or log_softmax (FORGE_P_OP)
 
 namespace {
 
@@ -119,17 +120,18 @@ __global__ void __launch_bounds__(BLOCK) softmax_block_row(const TI* __restrict_
       for (int k = 0; k < C; ++k)
 #pragma unroll
         for (int e = 0; e < VW; ++e) {
-          v[k][e] = FORGE_EXP(v[k][e] - m);
-          s += v[k][e];
+          const float d = v[k][e] - m, ex = FORGE_EXP(d);  // log_softmax keeps x - m
+          s += ex;
+          v[k][e] = SM_LOG ? d : ex;
         }
       s = block_sum(s, scratch[1]);
-      const float inv = 1.0f / s;
+      const float inv = 1.0f / s, logs = SM_LOG ? logf(s) : 0.0f;
 #pragma unroll
       for (int k = 0; k < C; ++k) {
         const int64_t j = (static_cast<int64_t>(k) * BLOCK + threadIdx.x) * VW;
         float o[VW];
 #pragma unroll
-        for (int e = 0; e < VW; ++e) o[e] = v[k][e] * inv;
+        for (int e = 0; e < VW; ++e) o[e] = SM_LOG ? v[k][e] - logs : v[k][e] * inv;
         if (j + VW <= L) {
           if constexpr (VEC) store_n<TO, VW>(yr + j, o);
           else
@@ -175,19 +177,22 @@ __global__ void __launch_bounds__(BLOCK) softmax_block_row(const TI* __restrict_
         online_merge(m, s, m2, s2);
       }
       // An all -inf row: m = -inf, s = 0 -> exp(-inf - -inf) * (1/0) = NaN, as stock.
-      const float inv = 1.0f / s;
+      const float inv = 1.0f / s, logs = SM_LOG ? logf(s) : 0.0f;
       // Pass 2: re-read (from L2 for rows up to a few MB) and write.
       for (int64_t j = static_cast<int64_t>(threadIdx.x) * VW; j < L; j += static_cast<int64_t>(BLOCK) * VW) {
         float v[VW];
         if (VEC && j + VW <= L) {
           load_n<TI, VW>(xr + j, v);
 #pragma unroll
-          for (int e = 0; e < VW; ++e) v[e] = FORGE_EXP(v[e] - m) * inv;
+          for (int e = 0; e < VW; ++e) v[e] = SM_LOG ? (v[e] - m) - logs : FORGE_EXP(v[e] - m) * inv;
           store_n<TO, VW>(yr + j, v);
         } else {
 #pragma unroll
           for (int e = 0; e < VW; ++e)
-            if (j + e < L) yr[j + e] = Io<TO>::from(FORGE_EXP(Io<TI>::to(xr[j + e]) - m) * inv);
+            if (j + e < L) {
+              const float d = Io<TI>::to(xr[j + e]) - m;
+              yr[j + e] = Io<TO>::from(SM_LOG ? d - logs : FORGE_EXP(d) * inv);
+            }
         }
       }
       __syncthreads();  // scratch is reused by the next row

@@ -54,6 +54,7 @@
 #endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/softmax_op.h"  // SM_LOG: softmax or log_softmax (FORGE_P_OP)
 
 namespace {
 
@@ -104,8 +105,10 @@ __global__ void __launch_bounds__(BLOCK) softmax_cluster_row(const TI* __restric
     for (int k = 0; k < CHUNKS; ++k)
 #pragma unroll
       for (int e = 0; e < VW; ++e) {
-        v[k][e] = FORGE_EXP(v[k][e] - m);  // padding -inf -> 0; an all -inf row -> NaN, as stock
-        s += v[k][e];
+        // padding -inf -> 0; an all -inf row -> NaN, as stock. log_softmax keeps x - m.
+        const float d = v[k][e] - m, ex = FORGE_EXP(d);
+        s += ex;
+        v[k][e] = SM_LOG ? d : ex;
       }
     s = block_sum(s, scratch[1]);
     if (threadIdx.x == 0) published[1] = s;
@@ -114,13 +117,13 @@ __global__ void __launch_bounds__(BLOCK) softmax_cluster_row(const TI* __restric
 #pragma unroll
     for (int r = 0; r < CLUSTER; ++r) s += cluster.map_shared_rank(published, r)[1];  // same order everywhere
     cluster.sync();  // nobody overwrites `published` (next row) or exits while others read it
-    const float inv = 1.0f / s;
+    const float inv = 1.0f / s, logs = SM_LOG ? logf(s) : 0.0f;
 #pragma unroll
     for (int k = 0; k < CHUNKS; ++k) {
       const int64_t j = (static_cast<int64_t>(k) * BLOCK + threadIdx.x) * VW;
       float o[VW];
 #pragma unroll
-      for (int e = 0; e < VW; ++e) o[e] = v[k][e] * inv;
+      for (int e = 0; e < VW; ++e) o[e] = SM_LOG ? v[k][e] - logs : v[k][e] * inv;
       if (VEC && j + VW <= n) {
         store_n<TO, VW>(yr + j, o);
       } else {

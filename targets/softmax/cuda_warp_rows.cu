@@ -51,6 +51,7 @@
 #endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/softmax_op.h"  // SM_LOG: softmax or log_softmax (FORGE_P_OP)
 
 namespace {
 
@@ -99,11 +100,13 @@ __global__ void __launch_bounds__(BLOCK) softmax_warp_rows(const TI* __restrict_
   for (int k = 0; k < CHUNKS; ++k)
 #pragma unroll
     for (int e = 0; e < VW; ++e) {
-      v[k][e] = FORGE_EXP(v[k][e] - m);  // padding: exp(-inf - m) = 0; an all -inf row: NaN, as stock
-      s += v[k][e];
+      // padding: exp(-inf - m) = 0; an all -inf row: NaN, as stock. log_softmax keeps x - m.
+      const float d = v[k][e] - m, ex = FORGE_EXP(d);
+      s += ex;
+      v[k][e] = SM_LOG ? d : ex;
     }
   s = group_sum<LANES>(s);
-  const float inv = 1.0f / s;
+  const float inv = 1.0f / s, logs = SM_LOG ? logf(s) : 0.0f;
   if (!live) return;
   TO* yr = y + row * static_cast<int64_t>(L);
 #pragma unroll
@@ -111,7 +114,7 @@ __global__ void __launch_bounds__(BLOCK) softmax_warp_rows(const TI* __restrict_
     const int j = (k * LANES + lane) * VW;
     float o[VW];
 #pragma unroll
-    for (int e = 0; e < VW; ++e) o[e] = v[k][e] * inv;
+    for (int e = 0; e < VW; ++e) o[e] = SM_LOG ? v[k][e] - logs : v[k][e] * inv;
     if (j + VW <= L) {
       if constexpr (VEC) {
         store_n<TO, VW>(yr + j, o);

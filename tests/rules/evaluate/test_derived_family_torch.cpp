@@ -1,9 +1,10 @@
 // Every op the ABI can express is a target (issue 30): a CPU script with a
 // SiLU, a log_softmax, a LayerNorm over a transposed view and a random fill
-// (tests/rules/evaluate/derived/). No family.yaml covers _log_softmax: its
-// family is derived from the captured call, and `forge try` verifies an honest
-// kernel for it; silu's (targets/pointwise) verifies a hand-written kernel and
-// rejects a wrong one; layer_norm's family.yaml
+// and a cumsum (tests/rules/evaluate/derived/). No family.yaml covers cumsum:
+// its family is derived from the captured call, and nothing proposes for it
+// without a model. silu's family (targets/pointwise) and _log_softmax's
+// (targets/softmax) verify hand-written kernels through `forge try`, and a
+// wrong silu is rejected; layer_norm's family.yaml
 // is refined to the captured strides, so a strided kernel is verified on the
 // transposed call; the random fill is no target and the report says why.
 // Skipped (visibly) where torch is not importable.
@@ -42,9 +43,11 @@ TEST_CASE("derived families: honest kernels verified through forge try, a wrong 
   for (const char* op : {"silu", "_log_softmax", "native_layer_norm"}) CHECK(by_op.count(op));
   // Searchable, but nothing proposes for a derived family without a model: the
   // report says so. The random fill is no target, and says why.
-  CHECK(by_op["_log_softmax"]["selection"] == "no_proposer");
-  CHECK(by_op["_log_softmax"]["why"].get<std::string>().find("derived") != std::string::npos);
-  CHECK(by_op["silu"]["selection"] == "selected");  // the pointwise family's templates apply
+  REQUIRE(by_op.count("cumsum"));
+  CHECK(by_op["cumsum"]["selection"] == "no_proposer");
+  CHECK(by_op["cumsum"]["why"].get<std::string>().find("derived") != std::string::npos);
+  CHECK(by_op["silu"]["selection"] == "selected");          // the pointwise family's templates apply
+  CHECK(by_op["_log_softmax"]["selection"] == "selected");  // the softmax family's
   bool random = false;
   for (const auto& t : r["not_selected"])
     if (t["op"] == "uniform_") random = t["selection"] == "random";

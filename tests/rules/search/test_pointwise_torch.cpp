@@ -36,7 +36,8 @@ TEST_CASE("the pointwise template verifies for every op kind: scalars, bf16, str
   std::multiset<std::string> accepted;
   for (const auto& t : r["targets"]) {
     const std::string op = t["op"];
-    if (t["selection"] != "selected") continue;
+    // The script's final sums are the reduce family's (test_reduce_torch.cpp).
+    if (t["selection"] != "selected" || op.rfind("sum", 0) == 0) continue;
     CAPTURE(t.dump());
     CHECK(t.value("best_strategy", std::string()).find("strided") != std::string::npos);
     CHECK(t["accepted"].get<int>() == 1);

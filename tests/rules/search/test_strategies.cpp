@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <set>
 
 #include "rules/evaluate/compile.h"
 #include "rules/evaluate/family.h"
@@ -213,6 +214,32 @@ TEST_CASE("applies: op lists the ops a template computes; \"$op\" instantiates t
   CHECK(find_family(families, "relu_")->name == "pointwise");
   CHECK(find_family(families, "add_.Tensor")->name == "binary");
   CHECK_FALSE(find_family(families, "add.Scalar"));
+}
+
+// softmax's row templates take the last dim; `columns` (dim: not_last) every
+// other, for _softmax and _log_softmax alike.
+TEST_CASE("applies: softmax's columns strategy takes a dim that is not the last, row strategies the last") {
+  json x = {{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {8, 48, 40}}, {"strides", {1920, 40, 1}}};
+  Target t;
+  t.outputs = json::array({x});
+  auto names = [&](int64_t dim) {
+    t.args = json::array({x, {{"type", "int"}, {"value", dim}}, {{"type", "bool"}, {"value", false}}});
+    std::set<std::string> out;
+    for (const auto& f : load_families(default_targets_dir()))
+      if (f.name == "softmax")
+        for (const auto& s : load_strategies(f))
+          if (strategy_applies(s, t, "cpu")) out.insert(s.name);
+    return out;
+  };
+  for (const char* op : {"_softmax", "_log_softmax"}) {
+    t.op = op;
+    CAPTURE(op);
+    CHECK(names(-1) == std::set<std::string>{"rows_3pass", "online_2pass"});
+    CHECK(names(2) == std::set<std::string>{"rows_3pass", "online_2pass"});
+    CHECK(names(1) == std::set<std::string>{"columns"});
+    CHECK(names(0) == std::set<std::string>{"columns"});
+    CHECK(signature_facts(t).row == 8);
+  }
 }
 
 namespace {
