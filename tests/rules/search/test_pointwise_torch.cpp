@@ -7,16 +7,14 @@
 // only: speed is bench/templates' business. Skipped (visibly) without torch.
 #include <doctest/doctest.h>
 
-#include <filesystem>
 #include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
-#include "tests/support.h"
+#include "tests/rules/search/library_build.h"
 
 namespace forge {
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 TEST_SUITE_BEGIN("rules::Pointwise");
@@ -24,15 +22,7 @@ TEST_SUITE_BEGIN("rules::Pointwise");
 TEST_CASE("the pointwise template verifies for every op kind: scalars, bf16, strided, broadcast, wrapped numbers") {
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
-  fs::copy_file(fs::path(FORGE_TEST_DIR) / "rules" / "search" / "pointwise" / "model.py", dir / "model.py");
-  test::write_text(dir / "forge.yaml",
-                   "models:\n  m: {run: python model.py, check_runs: 1, env: {OMP_NUM_THREADS: '1'}}\n"
-                   "targets: {top: 0, min_share: 0}\n"
-                   "budget: {iterations: 1}\n");
-  auto build = test::run_forge("--json build", dir.path());
-  INFO(build.err);
-  REQUIRE(build.exit_code == 0);
-  json r = json::parse(build.out);
+  json r = test::build_library_script("pointwise", dir);
   std::multiset<std::string> accepted;
   for (const auto& t : r["targets"]) {
     const std::string op = t["op"];

@@ -7,15 +7,13 @@
 // Skipped (visibly) without torch.
 #include <doctest/doctest.h>
 
-#include <filesystem>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
-#include "tests/support.h"
+#include "tests/rules/search/library_build.h"
 
 namespace forge {
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 TEST_SUITE_BEGIN("rules::SoftmaxDims");
@@ -23,15 +21,7 @@ TEST_SUITE_BEGIN("rules::SoftmaxDims");
 TEST_CASE("log_softmax and softmax over any dim: the row and columns templates verify") {
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
-  fs::copy_file(fs::path(FORGE_TEST_DIR) / "rules" / "search" / "softmax" / "model.py", dir / "model.py");
-  test::write_text(dir / "forge.yaml",
-                   "models:\n  m: {run: python model.py, check_runs: 1, env: {OMP_NUM_THREADS: '1'}}\n"
-                   "targets: {top: 0, min_share: 0}\n"
-                   "budget: {iterations: 1}\n");
-  auto build = test::run_forge("--json build", dir.path());
-  INFO(build.err);
-  REQUIRE(build.exit_code == 0);
-  json r = json::parse(build.out);
+  json r = test::build_library_script("softmax", dir);
   std::map<std::string, int> strategies;  // "op strategy" -> accepted targets
   for (const auto& t : r["targets"]) {
     const std::string op = t["op"];
