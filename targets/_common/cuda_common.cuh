@@ -92,8 +92,13 @@ struct DivU32 {
 #include "../_common/host_checks.h"  // host_contiguous, host_numel, host_float: shared with the CPU templates
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 inline size_t dtype_size(int32_t d) { return d == FORGE_FLOAT32 ? 4 : 2; }
-// A launch error (bad configuration, too many resources) as a nonzero return.
-inline int launch_status() { return cudaPeekAtLastError() == cudaSuccess ? 0 : 1; }
+// A launch error (bad configuration, too many resources) as a nonzero return,
+// cleared: the stock kernel the package falls back to checks the last error.
+inline int launch_status() {
+  if (cudaPeekAtLastError() == cudaSuccess) return 0;
+  (void)cudaGetLastError();
+  return 1;
+}
 
 }  // namespace
 

@@ -112,6 +112,7 @@ __device__ __forceinline__ Part warp_combine(Part p) {
 __device__ __forceinline__ Part block_combine(Part p) {
   __shared__ Part warps[BLOCK / 32];
   p = warp_combine(p);
+  __syncthreads();  // warp 0 may still read `warps` from the block's previous row
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (lane == 0) warps[warp] = p;
   __syncthreads();
@@ -131,11 +132,11 @@ __device__ __forceinline__ void put(const ReduceArgs& a, int64_t at, Part p) {
   if constexpr (RD_WITH_INDEX) a.idx[at] = p.i;
 }
 
-// Rows: block (c, o) reduces elements [c * chunk, (c + 1) * chunk) of row o;
-// with one chunk per row it writes the output, else its partial to `parts`.
+// Block blockIdx.x's chunk of row o (one block-wide reduction: every thread calls it).
 template <class T, class TY, int N>
-__global__ void __launch_bounds__(BLOCK) reduce_rows(ReduceArgs a, int64_t chunk, int64_t chunks, Part* parts) {
-  const int64_t o = blockIdx.y, c = blockIdx.x;
+__device__ __forceinline__ void reduce_row_chunk(const ReduceArgs& a, int64_t o, int64_t chunk, int64_t chunks,
+                                                 Part* parts) {
+  const int64_t c = blockIdx.x;
   const T* x = static_cast<const T*>(a.x) + o * a.sO;
   const int64_t begin = c * chunk, end = begin + chunk < a.R ? begin + chunk : a.R;
   Part p{identity(), INT64_MAX};
@@ -152,6 +153,14 @@ __global__ void __launch_bounds__(BLOCK) reduce_rows(ReduceArgs a, int64_t chunk
   if (threadIdx.x != 0) return;
   if (chunks == 1) put<TY>(a, o, p);
   else parts[o * chunks + c] = p;
+}
+
+// Rows: block (c, o) reduces elements [c * chunk, (c + 1) * chunk) of row o,
+// for o = blockIdx.y, blockIdx.y + gridDim.y, ... (grid.y is at most 65535);
+// with one chunk per row it writes the output, else its partial to `parts`.
+template <class T, class TY, int N>
+__global__ void __launch_bounds__(BLOCK) reduce_rows(ReduceArgs a, int64_t chunk, int64_t chunks, Part* parts) {
+  for (int64_t o = blockIdx.y; o < a.outer; o += gridDim.y) reduce_row_chunk<T, TY, N>(a, o, chunk, chunks, parts);
 }
 // The chunks' partials of each row in order (one writer each: deterministic).
 template <class TY>
@@ -201,13 +210,13 @@ int launch(const ReduceArgs& a, void* workspace, int64_t workspace_bytes, cudaSt
   }
   const int64_t chunks = chunks_of(a);
   const int64_t chunk = chunks == 1 ? a.R : CHUNK;
-  if (a.outer > 65535 || chunks > 0x7fffffff) return 1;  // grid.y holds the row
+  if (chunks > 0x7fffffff) return 1;
   Part* parts = static_cast<Part*>(workspace);
   if (chunks > 1 && (!parts || workspace_bytes < a.outer * chunks * static_cast<int64_t>(sizeof(Part)))) return 1;
   // 16-byte accesses when the base, the row pitch and the chunk start allow.
   constexpr int V = 16 / sizeof(T);
   const bool vec = aligned16(a.x) && (a.sO * static_cast<int64_t>(sizeof(T))) % 16 == 0 && chunk % V == 0;
-  const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(a.outer));
+  const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(a.outer < 65535 ? a.outer : 65535));
   if (vec) reduce_rows<T, TY, V><<<grid, BLOCK, 0, stream>>>(a, chunk, chunks, parts);
   else reduce_rows<T, TY, 1><<<grid, BLOCK, 0, stream>>>(a, chunk, chunks, parts);
   if (launch_status()) return 1;

@@ -63,20 +63,16 @@ void columns(const TI* x, TO* y, int64_t L, int64_t inner, int64_t c0, int64_t c
     for (int v = 0; v < nv; ++v) s[v] += vexp(at(r, v) - m[v]);
   vf k[C];  // 1 / S, or log S
   for (int v = 0; v < nv; ++v) {
-#if SM_LOG
-    for (int l = 0; l < W; ++l) k[v][l] = logf(s[v][l]);
-#else
-    k[v] = splat(1.0f) / s[v];
-#endif
+    if constexpr (SM_LOG) {  // (an op SM_LOG does not know does not compile)
+      for (int l = 0; l < W; ++l) k[v][l] = logf(s[v][l]);
+    } else {
+      k[v] = splat(1.0f) / s[v];
+    }
   }
   for (int64_t r = 0; r < L; ++r)
     for (int v = 0; v < nv; ++v) {
       const vf d = at(r, v) - m[v];  // an all -inf column: -inf - -inf = NaN, as stock
-#if SM_LOG
-      const vf out = d - k[v];
-#else
-      const vf out = vexp(d) * k[v];
-#endif
+      const vf out = SM_LOG ? d - k[v] : vexp(d) * k[v];
       TO* p = y + r * inner + c0 + static_cast<int64_t>(v) * W;
       if (v == nv - 1 && last_n < W) store_part(p, out, last_n);
       else store(p, out);
