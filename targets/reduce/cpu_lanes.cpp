@@ -64,6 +64,12 @@ inline float rd_identity() {
   return INFINITY;
 #endif
 }
+// rd_identity() in storage type T: the padding of partial loads.
+template <class T> inline T rd_fill() {
+  T t[W];
+  store(t, splat(rd_identity()));
+  return t[0];
+}
 inline vi iota() {
   vi v;
   for (int k = 0; k < W; ++k) v[k] = k;
@@ -116,11 +122,7 @@ inline Result fold_extreme(vf best, vi idx) {
 
 template <class T>
 Result reduce_row(const T* x, int64_t R) {
-  const T fill_t = [] {
-    T t[W];
-    store(t, splat(rd_identity()));
-    return t[0];
-  }();
+  const T fill_t = rd_fill<T>();
 #if RD_EXTREME
   // U independent (best, index) pairs hide the compare-and-select latency;
   // pair u starts at element u * W (padding lanes never win: index >= R).
@@ -194,11 +196,7 @@ void reduce_columns(const ReduceArgs& a, const T* x, int64_t o, int64_t c0, int6
   const int64_t R = a.R, sR = a.sR;
   const int nv = static_cast<int>((cols + W - 1) / W);
   const int64_t last_n = cols - static_cast<int64_t>(nv - 1) * W;
-  const T fill_t = [] {
-    T t[W];
-    store(t, splat(rd_identity()));
-    return t[0];
-  }();
+  const T fill_t = rd_fill<T>();
   auto at = [&](int64_t r, int v) {
     const T* p = x + r * sR + c0 + static_cast<int64_t>(v) * W;
     return v == nv - 1 && last_n < W ? load_part(p, last_n, fill_t) : load(p);
