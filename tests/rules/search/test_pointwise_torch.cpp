@@ -3,7 +3,8 @@
 // (tests/rules/search/pointwise/model.py) is captured and built with one
 // candidate per target; each target's first instance of the `strided`
 // template (its op written in by "$op") is verified against stock on the
-// captured and fresh inputs, ranges and specials, and accepted. Correctness
+// captured and fresh inputs, ranges and specials (verified; whether it is
+// faster is timing, not asserted here). Correctness
 // only: speed is bench/templates' business. Skipped (visibly) without torch.
 #include <doctest/doctest.h>
 
@@ -29,9 +30,8 @@ TEST_CASE("the pointwise template verifies for every op kind: scalars, bf16, str
     // The script's final sums are the reduce family's (test_reduce_torch.cpp).
     if (t["selection"] != "selected" || op.rfind("sum", 0) == 0) continue;
     CAPTURE(t.dump());
-    CHECK(t.value("best_strategy", std::string()).find("strided") != std::string::npos);
-    CHECK(t["accepted"].get<int>() == 1);
-    if (t["accepted"].get<int>() == 1) accepted.insert(op);
+    CHECK(t["verified"].get<int>() == 1);
+    if (t["verified"].get<int>() == 1) accepted.insert(op);
   }
   // 15 calls: 12 unary targets (gelu twice) and 3 binary ones.
   for (const char* op : {"relu", "gelu", "silu", "tanh", "mish", "softplus", "elu", "hardswish", "leaky_relu", "clamp",

@@ -3,7 +3,7 @@
 // model.py) is captured and built with one candidate per target; the first
 // instance of the `lanes` template (its op written in by "$op") is verified
 // against stock on the captured and fresh inputs, ranges and specials, and
-// accepted for each. Correctness only. Skipped (visibly) without torch.
+// verified for each (faster or not is timing, not asserted). Correctness only. Skipped (visibly) without torch.
 #include <doctest/doctest.h>
 
 #include <set>
@@ -27,9 +27,8 @@ TEST_CASE("the reduce template verifies rows, columns, every dim, a slice, indic
     if (op == "copy_") continue;  // the dtype conversions around argmin's bf16 input
     CAPTURE(t.dump());
     CHECK(t["selection"] == "selected");
-    CHECK(t.value("best_strategy", std::string()).find("lanes") != std::string::npos);
-    CHECK(t["accepted"].get<int>() == 1);
-    if (t["accepted"].get<int>() == 1) accepted.insert(op);
+    CHECK(t["verified"].get<int>() == 1);
+    if (t["verified"].get<int>() == 1) accepted.insert(op);
   }
   for (const char* op : {"mean.dim", "amax", "argmax", "argmin", "max.dim", "prod.dim_int"})
     CHECK_MESSAGE(accepted.count(op) == 1, op);
