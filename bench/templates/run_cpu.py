@@ -33,12 +33,18 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 TARGETS = os.path.join(ROOT, "targets")
 
 
-def compile_instance(src, params, march, cache, extra):
-    key = hashlib.sha256((source_text(src) + json.dumps(params, sort_keys=True) + march + " ".join(extra)).encode()).hexdigest()[:16]
+def compile_instance(src, params, march, cache, extra, device="cpu"):
+    """The template instance as forge compiles it (rules/evaluate/compile.cpp):
+    g++ for the CPU, nvcc for sm_90a (the H200) for CUDA."""
+    key = hashlib.sha256((source_text(src) + json.dumps(params, sort_keys=True) + march + device + " ".join(extra)).encode()).hexdigest()[:16]
     out = os.path.join(cache, os.path.basename(src) + "." + key + ".so")
     if not os.path.exists(out):
-        cmd = ["g++", "-O3", "-march=" + march, "-std=c++17", "-shared", "-fPIC", "-Wl,-z,defs",
-               "-I", os.path.join(ROOT, "runtime/abi")] + extra
+        if device == "cuda":
+            cmd = ["nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
+                   "-gencode=arch=compute_90a,code=sm_90a", "-Xlinker", "-z,defs"]
+        else:
+            cmd = ["g++", "-O3", "-march=" + march, "-std=c++17", "-shared", "-fPIC", "-Wl,-z,defs"]
+        cmd += ["-I", os.path.join(ROOT, "runtime/abi")] + extra
         cmd += ["-DFORGE_P_%s=%s" % (k, v) for k, v in params.items()]
         cmd += [src, "-o", out + ".tmp"]
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -49,12 +55,13 @@ def compile_instance(src, params, march, cache, extra):
 
 
 class Worker:
-    def __init__(self, path):
+    def __init__(self, path, backend="cpu"):
         self.path = path
+        self.backend = backend
         self.p = None
 
     def start(self):
-        self.p = subprocess.Popen([self.path, "--backend", "cpu"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.p = subprocess.Popen([self.path, "--backend", self.backend], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=open("/tmp/forge_worker_stderr.log", "a"), text=True)
         self.hello = json.loads(self.p.stdout.readline())
 
