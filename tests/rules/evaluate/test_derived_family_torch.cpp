@@ -1,6 +1,6 @@
 // Every op the ABI can express is a target (issue 30): a CPU script with a
 // SiLU, a log_softmax, a LayerNorm over a transposed view and a random fill
-// and a cumsum (tests/rules/evaluate/derived/). No family.yaml covers cumsum:
+// and a flip (tests/rules/evaluate/derived/). No family.yaml covers flip:
 // its family is derived from the captured call, and nothing proposes for it
 // without a model. silu's family (targets/pointwise) and _log_softmax's
 // (targets/softmax) verify hand-written kernels through `forge try`, and a
@@ -43,9 +43,9 @@ TEST_CASE("derived families: honest kernels verified through forge try, a wrong 
   for (const char* op : {"silu", "_log_softmax", "native_layer_norm"}) CHECK(by_op.count(op));
   // Searchable, but nothing proposes for a derived family without a model: the
   // report says so. The random fill is no target, and says why.
-  REQUIRE(by_op.count("cumsum"));
-  CHECK(by_op["cumsum"]["selection"] == "no_proposer");
-  CHECK(by_op["cumsum"]["why"].get<std::string>().find("derived") != std::string::npos);
+  REQUIRE(by_op.count("flip"));
+  CHECK(by_op["flip"]["selection"] == "no_proposer");
+  CHECK(by_op["flip"]["why"].get<std::string>().find("derived") != std::string::npos);
   CHECK(by_op["silu"]["selection"] == "selected");          // the pointwise family's templates apply
   CHECK(by_op["_log_softmax"]["selection"] == "selected");  // the softmax family's
   bool random = false;
