@@ -1,0 +1,198 @@
+/* pool, CPU strategy "windows": one pooling op of the table in
+ * targets/_common/pool_ops.h (FORGE_P_OP: max_pool2d_with_indices,
+ * max_pool3d_with_indices, avg_pool2d, avg_pool3d).
+ *
+ * Math: pool_ops.h's pool_one per output: the max (and its in-plane index) or
+ * the average of each window, with stride, padding, dilation (max), ceil_mode,
+ * count_include_pad and divisor_override (avg), as the stock kernels define them.
+ * Ops: aten::max_pool2d_with_indices, max_pool3d_with_indices, avg_pool2d,
+ * avg_pool3d (1D pooling on CUDA and 1D average pooling are the 2D ops); float32/bfloat16/float16 values, int64 indices.
+ * Shapes: [N, C, spatial...] or [C, spatial...], contiguous (NCHW / NCDHW).
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * pool_parse.h's (contiguous input and outputs of the stock shapes, padding
+ * at most half the window, planes under 2^31 elements).
+ *
+ * Why it is fast: one call, no TensorIterator or thread wake-up, 32-bit window
+ * arithmetic. The outputs of a row whose windows lie inside the input along W
+ * go W per vector (each window element one vector load, or a strided gather
+ * when the stride is not 1), compared or added in stock's order; the rest
+ * one by one. A row's outputs are gathered in fp32 and stored as vectors.
+ * Single-threaded (the worker refuses OpenMP runtimes: docs/CANDIDATE_ABI.md).
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "forge_kernel.h"
+
+#pragma GCC diagnostic ignored "-Wpsabi" /* vectors wider than the target ISA are fine: all inline */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized" /* GCC 12 false positives inside the fp16 */
+#pragma GCC diagnostic ignored "-Wuninitialized"      /* conversion intrinsics (_mm512_cvt*ph*) */
+
+#ifndef FORGE_P_ISA
+#define FORGE_P_ISA 0 /* 0: as compiled (-march); 2: AVX2 paths; 3: AVX-512 paths (run-time checked) */
+#endif
+#ifndef FORGE_P_SPAN
+#define FORGE_P_SPAN 256 /* outputs of a row gathered before their vector stores: 64..1024 */
+#endif
+
+#include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/pool_ops.h"    // the op table and pool_one
+
+constexpr int SPAN = FORGE_P_SPAN;
+static_assert(SPAN >= W && SPAN <= 1024 && SPAN % 16 == 0, "FORGE_P_SPAN: a multiple of 16, 64..1024");
+
+inline float elem(const float* p, int i) { return p[i]; }
+inline float elem(const bf16* p, int i) {
+  const uint32_t b = static_cast<uint32_t>(p[i].u) << 16;
+  float f;
+  memcpy(&f, &b, 4);
+  return f;
+}
+inline float elem(const f16* p, int i) {
+#if FORGE_AVX2
+  return _cvtsh_ss(p[i].u);
+#else
+  return to_f32(p[i]);
+#endif
+}
+
+inline vi iota() {
+  vi v;
+  for (int k = 0; k < W; ++k) v[k] = k;
+  return v;
+}
+
+// n (<= W) elements step apart from p, as one vector; `room`: the elements
+// readable from p (stride 2 reads two vectors and keeps the even lanes).
+template <class T> inline vf load_step(const T* p, int step, int n, int64_t room) {
+  if (step == 1) return n == W ? load(p) : load_part(p, n, T{});
+  if (step == 2 && room >= 2 * W) return __builtin_shuffle(load(p), load(p + W), iota() * 2);
+  T tmp[W] = {};
+  for (int k = 0; k < n; ++k) tmp[k] = p[k * step];
+  return load(tmp);
+}
+
+// The window's rows in (D, H) for output (od, oh): [d0, d1) x [h0, h1) with
+// steps (the max's dilation), and the avg's divisor factor of those two dims.
+struct Rows {
+  int d0, d1, sd, h0, h1, sh;
+  int64_t pool_dh, count_dh;
+};
+inline Rows rows_of(const PoolArgs& a, int od, int oh) {
+  Rows r;
+  r.d0 = od * a.sD - a.pD, r.h0 = oh * a.sH - a.pH;
+#if PL_MAX
+  r.d1 = pl_min(r.d0 + (a.kD - 1) * a.dD + 1, a.D), r.h1 = pl_min(r.h0 + (a.kH - 1) * a.dH + 1, a.H);
+  while (r.d0 < 0) r.d0 += a.dD;
+  while (r.h0 < 0) r.h0 += a.dH;
+  r.sd = a.dD, r.sh = a.dH;
+  r.pool_dh = r.count_dh = 0;
+#else
+  r.d1 = pl_min(r.d0 + a.kD, a.D + a.pD), r.h1 = pl_min(r.h0 + a.kH, a.H + a.pH);
+  r.pool_dh = static_cast<int64_t>(r.d1 - r.d0) * (r.h1 - r.h0);
+  r.d0 = pl_max(r.d0, 0), r.h0 = pl_max(r.h0, 0), r.d1 = pl_min(r.d1, a.D), r.h1 = pl_min(r.h1, a.H);
+  r.count_dh = static_cast<int64_t>(r.d1 - r.d0) * (r.h1 - r.h0);
+  r.sd = r.sh = 1;
+#endif
+  return r;
+}
+
+// Outputs [lo, hi) of a row whose windows lie inside [0, W) along W: W
+// neighbouring outputs per vector, the window walked in stock's (d, h, w)
+// order. Values into buf (buf[0] is output lo), indices into idx.
+template <class T>
+void interior_run(const PoolArgs& a, const T* x, int64_t in_plane, const Rows& r, int lo, int hi, float* buf,
+                  int64_t* idx) {
+  const int step = PL_MAX ? a.dW : 1;
+  for (int ow = lo; ow < hi; ow += W) {
+    const int n = hi - ow < W ? hi - ow : W;
+    const int w0 = ow * a.sW - a.pW;
+#if PL_MAX
+    vf best = splat(-INFINITY);
+    vi bi = iota() * a.sW + ((r.d0 * a.H + r.h0) * a.W + w0);
+#else
+    vf sum = splat(0.0f);
+#endif
+    for (int d = r.d0; d < r.d1; d += r.sd)
+      for (int h = r.h0; h < r.h1; h += r.sh) {
+        const int row = (d * a.H + h) * a.W;
+        for (int kw = 0; kw < a.kW; ++kw) {
+          const int at = row + w0 + kw * step;
+          const vf v = load_step(x + at, a.sW, n, in_plane - at);
+#if PL_MAX
+          const vi take = (v > best) | (v != v);
+          best = take ? v : best;
+          bi = take ? iota() * a.sW + at : bi;
+#else
+          sum += v;
+#endif
+        }
+      }
+#if PL_MAX
+    store_part(buf + (ow - lo), best, n);
+    if (idx)
+      for (int k = 0; k < n; ++k) idx[ow - lo + k] = bi[k];
+#else
+    const int64_t div = a.divisor ? a.divisor : (a.count_include_pad ? r.pool_dh : r.count_dh) * a.kW;
+    store_part(buf + (ow - lo), sum / splat(static_cast<float>(div)), n);
+#endif
+  }
+}
+
+template <class T>
+__attribute__((noinline)) int pool_run(const PoolArgs& a) {
+  const int64_t in_plane = static_cast<int64_t>(a.D) * a.H * a.W, out_plane = static_cast<int64_t>(a.OD) * a.OH * a.OW;
+  // The outputs whose windows are inside the input along W: [lo, hi).
+  const int span = (a.kW - 1) * (PL_MAX ? a.dW : 1);
+  const int top = a.W - 1 + a.pW - span;
+  const int hi = top < 0 ? 0 : pl_min(top / a.sW + 1, a.OW);
+  const int lo = pl_min((a.pW + a.sW - 1) / a.sW, hi);
+  float buf[SPAN + W];
+  for (int64_t pl = 0; pl < a.planes; ++pl) {
+    const T* x = static_cast<const T*>(a.x) + pl * in_plane;
+    const auto ld = [x](int i) { return elem(x, i); };
+    for (int od = 0; od < a.OD; ++od)
+      for (int oh = 0; oh < a.OH; ++oh) {
+        const int64_t row = pl * out_plane + (static_cast<int64_t>(od) * a.OH + oh) * a.OW;
+        const Rows r = rows_of(a, od, oh);
+        const bool vector = r.d0 < r.d1 && r.h0 < r.h1;  // else stock's empty-window rules, per output
+        T* y = static_cast<T*>(a.y) + row;
+        for (int c0 = 0; c0 < a.OW; c0 += SPAN) {
+          const int n = a.OW - c0 < SPAN ? a.OW - c0 : SPAN;
+          const int vlo = vector ? pl_min(pl_max(lo, c0), c0 + n) : c0 + n;
+          const int vhi = vector ? pl_max(pl_min(hi, c0 + n), vlo) : c0 + n;
+          for (int ow = c0; ow < c0 + n; ++ow) {
+            if (ow == vlo && vlo < vhi) {
+              interior_run(a, x, in_plane, r, vlo, vhi, buf + (vlo - c0), PL_MAX ? a.idx + row + vlo : nullptr);
+              ow = vhi - 1;
+              continue;
+            }
+            int64_t index;
+            buf[ow - c0] = pool_one(a, ld, od, oh, ow, &index);
+            if constexpr (PL_MAX) a.idx[row + ow] = index;
+          }
+          int k = 0;
+          for (; k + W <= n; k += W) store(y + c0 + k, load(buf + k));
+          if (k < n) store_part(y + c0 + k, load(buf + k), n - k);
+        }
+      }
+  }
+  return 0;
+}
+
+__attribute__((noinline)) int pool_dispatch(const PoolArgs& a) {
+  return with_dtype(a.x_dtype, [&](auto t) { return pool_run<decltype(t)>(a); });
+}
+
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok and the host-side tensor checks
+
+#include "../_common/pool_parse.h"  // the call's checks and [planes, D, H, W], shared with the CUDA template
+
+extern "C" int forge_kernel(const forge_call* call) {
+  PoolArgs a;
+  if (parse_pool(call, a) || !cpu_ok()) return 1;
+  return pool_dispatch(a);
+}
