@@ -150,6 +150,9 @@ def main():
             ok = [t for t in tried if t["verdict"] == "accepted" and t.get("kernel_us")]
             best = max(ok, key=lambda t: t["speedup"] or 0) if ok else None
             rows.append({"class": fam, "case": case["name"], "op": case["op"], "best": best, "tried": tried})
+            if a.out:  # so far, in case the run is cut off
+                with open(a.out, "w") as f:
+                    json.dump({"partial": True, "device": a.device, "rows": rows}, f)
             k, st = (best or {}).get("kernel_us") or {}, (best or {}).get("stock_us") or {}
             print("%-11s %-22s %-14s %10s %10s %7s %s" % (
                 fam, case["name"], best["strategy"] if best else "-",
@@ -176,7 +179,8 @@ def main():
         summary[fam] = {"cases": len(rs), "with_kernel": len(sp), "faster": faster, "geomean_speedup": geo}
         print("%-11s %6d %7d %s" % (fam, len(rs), faster, "%.2fx" % geo if geo else "-"))
     if a.out:
-        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        commit = os.environ.get("FORGE_COMMIT") or subprocess.run(
+            ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
         rec = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit, "machine": w.hello.get("device"),
                "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "threads": a.threads,
                "march": a.march, "device": a.device, "command": "python3 bench/templates/" + " ".join(
