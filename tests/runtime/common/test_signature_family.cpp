@@ -139,9 +139,10 @@ TEST_CASE("every shipped family's signature_family parses without a problem") {
     const SignatureFamily f = parse(fam.spec.value("signature_family", json::object()));
     CHECK(problem(f) == "");
     // Every family varies dim 0 of its input, but binary (its two inputs'
-    // shapes are tied by broadcasting), reduce and loss (whether dim 0 is
-    // reduced decides how the outputs follow it): their signatures are as captured.
-    const bool as_captured = fam.name == "binary" || fam.name == "reduce" || fam.name == "loss";
+    // shapes are tied by broadcasting), reduce, loss and nll_loss (whether
+    // dim 0 is reduced decides how the outputs follow it): their signatures
+    // are as captured.
+    const bool as_captured = fam.name == "binary" || fam.name == "reduce" || fam.name == "loss" || fam.name == "nll_loss";
     CHECK(f.vary.size() == (as_captured ? 0u : 1u));
   }
 }
