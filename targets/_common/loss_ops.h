@@ -9,13 +9,12 @@
 #define LS_mse_loss 1
 #define LS_smooth_l1_loss 2
 #define LS_huber_loss 3
-#define LS_CODE_(name) LS_##name
-#define LS_CODE(name) LS_CODE_(name)
+#include "../_common/op_code.h"  // FORGE_OP_CODE
 
 #ifndef FORGE_P_OP
 #define FORGE_P_OP mse_loss
 #endif
-#define LS_OP LS_CODE(FORGE_P_OP)
+#define LS_OP FORGE_OP_CODE(LS_)
 #if LS_OP < LS_mse_loss || LS_OP > LS_huber_loss
 #error "FORGE_P_OP: not an op of the loss table (targets/_common/loss_ops.h)"
 #endif

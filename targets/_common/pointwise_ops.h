@@ -43,13 +43,12 @@
 #define PW_sub 102
 #define PW_mul 103
 #define PW_div 104
-#define PW_CODE_(name) PW_##name
-#define PW_CODE(name) PW_CODE_(name)
+#include "../_common/op_code.h"  // FORGE_OP_CODE
 
 #ifndef FORGE_P_OP
 #define FORGE_P_OP relu
 #endif
-#define PW_OP PW_CODE(FORGE_P_OP)
+#define PW_OP FORGE_OP_CODE(PW_)
 #if PW_OP < 1 || (PW_OP > PW_exp && PW_OP < PW_add) || PW_OP > PW_div
 #error "FORGE_P_OP: not an op of the pointwise table (targets/_common/pointwise_ops.h)"
 #endif

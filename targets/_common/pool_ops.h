@@ -13,13 +13,12 @@
 #define PL_max_pool3d_with_indices 2
 #define PL_avg_pool2d 3
 #define PL_avg_pool3d 4
-#define PL_CODE_(name) PL_##name
-#define PL_CODE(name) PL_CODE_(name)
+#include "../_common/op_code.h"  // FORGE_OP_CODE
 
 #ifndef FORGE_P_OP
 #define FORGE_P_OP max_pool2d_with_indices
 #endif
-#define PL_OP PL_CODE(FORGE_P_OP)
+#define PL_OP FORGE_OP_CODE(PL_)
 #if PL_OP < PL_max_pool2d_with_indices || PL_OP > PL_avg_pool3d
 #error "FORGE_P_OP: not an op of the pooling table (targets/_common/pool_ops.h)"
 #endif

@@ -17,13 +17,12 @@
 #define RD_argmin 7
 #define RD_max 8
 #define RD_min 9
-#define RD_CODE_(name) RD_##name
-#define RD_CODE(name) RD_CODE_(name)
+#include "../_common/op_code.h"  // FORGE_OP_CODE
 
 #ifndef FORGE_P_OP
 #define FORGE_P_OP sum
 #endif
-#define RD_OP RD_CODE(FORGE_P_OP)
+#define RD_OP FORGE_OP_CODE(RD_)
 #if RD_OP < RD_sum || RD_OP > RD_min
 #error "FORGE_P_OP: not an op of the reduction table (targets/_common/reduce_ops.h)"
 #endif

@@ -6,13 +6,12 @@
  * per output. Which scalars each takes: scan_parse.h. */
 #define SC_cumsum 1
 #define SC_cumprod 2
-#define SC_CODE_(name) SC_##name
-#define SC_CODE(name) SC_CODE_(name)
+#include "../_common/op_code.h"  // FORGE_OP_CODE
 
 #ifndef FORGE_P_OP
 #define FORGE_P_OP cumsum
 #endif
-#define SC_OP SC_CODE(FORGE_P_OP)
+#define SC_OP FORGE_OP_CODE(SC_)
 #if SC_OP < SC_cumsum || SC_OP > SC_cumprod
 #error "FORGE_P_OP: not an op of the scan table (targets/_common/scan_ops.h)"
 #endif

@@ -4,6 +4,5 @@
 #endif
 #define SM__softmax 0
 #define SM__log_softmax 1
-#define SM_CODE_(name) SM_##name
-#define SM_CODE(name) SM_CODE_(name)
-#define SM_LOG SM_CODE(FORGE_P_OP)
+#include "../_common/op_code.h"  // FORGE_OP_CODE
+#define SM_LOG FORGE_OP_CODE(SM_)
