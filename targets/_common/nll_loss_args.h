@@ -7,4 +7,5 @@ struct NllArgs {
   int32_t dtype;
   int64_t N, C, ignore;
   int32_t mean;  // reduction 1: the sum over the total weight
+  int32_t one_row;  // self [C] with a 0-dim target
 };

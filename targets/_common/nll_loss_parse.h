@@ -35,6 +35,7 @@ inline int parse_nll(const forge_call* call, NllArgs& a) {
   a.dtype = x.dtype;
   a.ignore = ig.i;
   a.mean = r.i == 1;
+  a.one_row = x.ndim == 1;
   return 0;
 }
 

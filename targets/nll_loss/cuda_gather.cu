@@ -5,6 +5,8 @@
  * -x[i, t_i] and total = their count; output = loss / total (mean) or loss
  * (sum), total_weight = total. Sums in double, merged in a fixed order.
  * A target outside [0, C) (stock stops on a device assert) makes the output NaN.
+ * One row ([C]) whose target is ignored gives 0 under mean, as stock's CUDA
+ * kernel does.
  * Ops: aten::nll_loss_forward; log-probabilities float32/bfloat16/float16,
  * int64 targets.
  * Shapes: [N, C] with [N] targets, or [C] with a 0-dim target.
@@ -86,7 +88,10 @@ __global__ void __launch_bounds__(BLOCK) nll_finish(NllArgs a, const Part* parts
   for (int b = threadIdx.x; b < blocks; b += BLOCK) p.loss += parts[b].loss, p.count += parts[b].count;
   p = block_sum_part(p);
   if (threadIdx.x == 0) {
-    *static_cast<T*>(a.y) = Io<T>::from(static_cast<float>(a.mean ? p.loss / p.count : p.loss));
+    // One row whose target is ignored: stock's CUDA kernel gives 0 (its CPU
+    // kernel 0/0 = NaN, as the 2D mean over no rows does on both).
+    const double out = !a.mean ? p.loss : a.one_row && p.count == 0.0 ? 0.0 : p.loss / p.count;
+    *static_cast<T*>(a.y) = Io<T>::from(static_cast<float>(out));
     *static_cast<T*>(a.total) = Io<T>::from(static_cast<float>(p.count));
   }
 }
