@@ -55,11 +55,14 @@ inline int parse_pool(const forge_call* call, PoolArgs& a) {
       return 1;
     if (PL_MAX && !pool_list(s[3], n, i, 1, dil[j])) return 1;
     if (k[j] <= 0 || st[j] <= 0 || dil[j] <= 0 || pad[j] < 0 || pad[j] > k[j] / 2) return 1;
-    if (k[j] > (1 << 20) || st[j] > (1 << 30) || dil[j] > (1 << 10)) return 1;  // window math in int32
+    // The window arithmetic is int32: every window end and the window's size fit.
+    if (k[j] > (1 << 20) || st[j] > (1 << 30) || dil[j] > (1 << 10)) return 1;
+    if (in[j] + pad[j] + (k[j] - 1) * dil[j] + 1 >= (int64_t{1} << 31)) return 1;
     out[j] = pool_out_size(in[j], k[j], pad[j], st[j], dil[j], ceil.i != 0);
     if (out[j] <= 0) return 1;
   }
   if (in[0] * in[1] * in[2] >= (int64_t{1} << 31) || out[0] * out[1] * out[2] >= (int64_t{1} << 31)) return 1;
+  if (k[0] * k[1] * k[2] >= (int64_t{1} << 31)) return 1;
   a.count_include_pad = 1;
   a.divisor = 0;
 #if !PL_MAX
