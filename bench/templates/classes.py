@@ -131,8 +131,10 @@ def main():
                 except RuntimeError as e:
                     tried.append({"strategy": s["name"], "params": p, "verdict": "compile_error", "detail": str(e)[:300]})
                     continue
-                args = [dict(x, device="cuda:0") if a.device == "cuda" and x.get("type") == "Tensor" else x
-                        for x in case["args"]]
+                # On CUDA every tensor moves to the GPU but a wrapped Python
+                # number (a 0-dim float64 CPU tensor), which stays where torch keeps it.
+                args = [dict(x, device="cuda:0") if a.device == "cuda" and x.get("type") == "Tensor" and not (
+                        x.get("sizes") == [] and x.get("dtype") == "float64") else x for x in case["args"]]
                 req = {"cmd": "evaluate", "id": "%s/%s/%s" % (fam, s["name"], case["name"]), "op": case["op"],
                        "overload": case.get("overload", ""), "args": args, "samples": [], "family": family,
                        "candidate": so, "seed": 1234, "call_timeout_seconds": 30,
