@@ -15,15 +15,26 @@
 
 namespace forge::test {
 
-// The worker forge built last (the newest forge_worker under forge's cache
-// with its forge_runner beside it); empty when there is none.
+// The worker forge built last from this checkout (the newest forge_worker
+// under forge's cache with its forge_runner beside it, configured from this
+// source tree's runtime/worker: another checkout sharing the cache builds its
+// own, against its own torch); empty when there is none.
 inline std::filesystem::path newest_worker() {
   namespace fs = std::filesystem;
+  const std::string home = "CMAKE_HOME_DIRECTORY:INTERNAL=" + (fs::path(FORGE_SOURCE_DIR) / "runtime" / "worker").string();
+  auto from_here = [&](const fs::path& build) {
+    std::ifstream cache(build / "CMakeCache.txt");
+    std::string line;
+    while (std::getline(cache, line))
+      if (line == home) return true;
+    return false;
+  };
   fs::path best;
   fs::file_time_type when{};
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(user_cache_dir() / "runtime", ec)) {
     if (e.path().filename() != "forge_worker" || !fs::exists(e.path().parent_path() / "forge_runner")) continue;
+    if (!from_here(e.path().parent_path())) continue;
     auto t = fs::last_write_time(e.path(), ec);
     if (best.empty() || t > when) best = e.path(), when = t;
   }
