@@ -322,13 +322,11 @@ std::vector<Family> load_families(const fs::path& root) {
   return out;
 }
 
+// The op exactly as a family lists it ("clamp" is the Scalar overload; the
+// Tensor one, "clamp.Tensor", has another schema and so no family of clamp's).
 std::optional<Family> find_family(const std::vector<Family>& families, const std::string& op) {
   for (const auto& f : families)
     if (std::find(f.ops.begin(), f.ops.end(), op) != f.ops.end()) return f;
-  const std::string base = op.substr(0, op.find('.'));
-  if (base != op)
-    for (const auto& f : families)
-      if (std::find(f.ops.begin(), f.ops.end(), base) != f.ops.end()) return f;
   return std::nullopt;
 }
 

@@ -40,8 +40,9 @@ Family load_family(const std::filesystem::path& file);
 // invalid file, or when two families claim the same op (naming both files).
 std::vector<Family> load_families(const std::filesystem::path& root);
 
-// The family covering backend op `op`: an exact entry in `ops`, else the op's
-// name without its overload ("mean.dim" is covered by "mean"). nullopt if none.
+// The family covering backend op `op` ("name" or "name.overload"): an exact
+// entry in `ops` (overloads differ in schema, so each is listed on its own).
+// nullopt if none.
 std::optional<Family> find_family(const std::vector<Family>& families, const std::string& op);
 
 // The family of a captured call when no family.yaml covers its op: the

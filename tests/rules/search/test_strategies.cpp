@@ -214,6 +214,11 @@ TEST_CASE("applies: op lists the ops a template computes; \"$op\" instantiates t
   CHECK(find_family(families, "relu_")->name == "pointwise");
   CHECK(find_family(families, "add_.Tensor")->name == "binary");
   CHECK_FALSE(find_family(families, "add.Scalar"));
+  // An overload is its own op: clamp.Tensor (tensor bounds) is not clamp's
+  // family (scalar bounds), whose verification would vary the batch of self
+  // while the bounds keep their captured shape.
+  CHECK(find_family(families, "clamp")->name == "pointwise");
+  CHECK_FALSE(find_family(families, "clamp.Tensor"));
 }
 
 // softmax's row templates take the last dim; `columns` (dim: not_last) every
