@@ -45,6 +45,12 @@ struct bf16 { uint16_t u; };
 struct f16 { uint16_t u; };
 
 inline vf splat(float a) { return vf{} + a; }
+// The lane numbers 0 .. W-1 (element offsets and indices within a vector).
+inline vi iota() {
+  vi v;
+  for (int k = 0; k < W; ++k) v[k] = k;
+  return v;
+}
 
 // ---- loads: W elements of any storage type as fp32 ----
 inline vf load(const float* p) { vf v; memcpy(&v, p, sizeof v); return v; }

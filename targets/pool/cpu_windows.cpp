@@ -59,12 +59,6 @@ inline float elem(const f16* p, int i) {
 #endif
 }
 
-inline vi iota() {
-  vi v;
-  for (int k = 0; k < W; ++k) v[k] = k;
-  return v;
-}
-
 // n (<= W) elements step apart from p, as one vector; `room`: the elements
 // readable from p (stride 2 reads two vectors and keeps the even lanes).
 template <class T> inline vf load_step(const T* p, int step, int n, int64_t room) {

@@ -70,11 +70,6 @@ template <class T> inline T rd_fill() {
   store(t, splat(rd_identity()));
   return t[0];
 }
-inline vi iota() {
-  vi v;
-  for (int k = 0; k < W; ++k) v[k] = k;
-  return v;
-}
 // Does candidate v replace best b (per lane)? Strictly better, or the first
 // NaN; later equal values never do, so the first index stays.
 inline vi rd_take(vf v, vf b) {
