@@ -250,7 +250,7 @@ AccuracyRule accuracy_rule_for(const json& family_json, c10::ScalarType out) {
 
 std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& stock, const at::Tensor& ref64,
                                        const AccuracyRule& rule, const std::string& label, const std::string& where,
-                                       AccuracyStats& stats) {
+                                       AccuracyStats& stats, int64_t first, int64_t count) {
   if (!out.defined() || !stock.defined() || !ref64.defined() || !rule.enabled || !is_float(stock) ||
       !is_float(ref64) || out.sizes() != stock.sizes() || ref64.sizes() != stock.sizes()) {
     ++stats.outputs_skipped;
@@ -266,7 +266,13 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
   // gathers the stock kernel's errors per binade, one applies the allowance
   // (~10 ms per million elements on one core). A device output is copied
   // chunk by chunk, twice when it spans more than one chunk.
-  const at::Tensor of = out.detach().reshape(-1), sf = stock.detach().reshape(-1), rf = ref64.detach().reshape(-1);
+  // A window [first, first + count) of the flattened outputs, when given.
+  auto flat = [&](const at::Tensor& t) {
+    const at::Tensor f = t.detach().reshape(-1);
+    return count >= 0 ? f.narrow(0, first, std::min(count, f.numel() - first)) : f;
+  };
+  if (count < 0) first = 0;
+  const at::Tensor of = flat(out), sf = flat(stock), rf = flat(ref64);
   const int64_t n = rf.numel();
   struct Host {
     at::Tensor o, s, r;
@@ -346,7 +352,7 @@ std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& 
       const int e = exponent(a);
       const double u = ulp_at(e);
       const double ratio = ec / allowance(r[i], e, u);  // > 0: ulps or flush is nonzero (accuracy_rule_for)
-      if (ratio > worst || wi < 0) worst = ratio, wi = c0 + i, wo = o[i], ws = s[i], wr = r[i];
+      if (ratio > worst || wi < 0) worst = ratio, wi = first + c0 + i, wo = o[i], ws = s[i], wr = r[i];
       if (a >= floor) {
         // In ulps where a value may not be flushed (a flushed subnormal is millions of ulps off).
         cand_ulps = std::max(cand_ulps, ec / u);

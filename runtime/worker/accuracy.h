@@ -96,9 +96,12 @@ struct AccuracyStats {
 // `ref64` the float64 evaluation's (call_reference64; undefined: skipped).
 // `label` names the output ("" for a single output), `where` the case ("on case
 // sample 0"). Returns a Mismatch with reason "inaccurate" when some finite
-// element is outside its allowance (the detail names the worst one).
+// element is outside its allowance (the detail names the worst one). With
+// count >= 0, only the flattened elements [first, first + count) are checked,
+// the stock envelope taken from them too (indices in the detail are the
+// tensor's own).
 std::optional<Mismatch> check_accuracy(const at::Tensor& out, const at::Tensor& stock, const at::Tensor& ref64,
                                        const AccuracyRule& rule, const std::string& label, const std::string& where,
-                                       AccuracyStats& stats);
+                                       AccuracyStats& stats, int64_t first = 0, int64_t count = -1);
 
 }  // namespace forge::worker

@@ -11,11 +11,12 @@ std::vector<at::Tensor> reference_float64(const OpSpec& spec, const std::vector<
 
 std::optional<Mismatch> accuracy_against_float64(const Family& family, const json& family_json, const at::Tensor& out, const at::Tensor& stock,
                                                  const at::Tensor& ref64, const std::string& label,
-                                                 const std::string& where, json* record) {
+                                                 const std::string& where, json* record, int64_t first,
+                                                 int64_t count) {
   AccuracyStats stats;
   AccuracyRule rule = accuracy_rule_for(family_json, out.scalar_type());
   if (!rule.rel_set) rule.rel = tolerance_for(family, out.scalar_type(), std::nullopt).rtol;
-  auto m = check_accuracy(out, stock, ref64, rule, label, where, stats);
+  auto m = check_accuracy(out, stock, ref64, rule, label, where, stats, first, count);
   if (record && stats.checked > 0 && stats.worst_ratio >= record->value("worst_ratio", -1.0)) {
     (*record)["worst_ratio"] = stats.worst_ratio;
     (*record)["worst_where"] = stats.worst_where;

@@ -14,9 +14,11 @@ std::vector<at::Tensor> reference_float64(const OpSpec& spec, const std::vector<
 
 // The candidate's error against ref64 compared with the stock kernel's error
 // (targets/<family>/family.yaml `accuracy:`, in `family_json`; `family` is
-// the same family parsed); *record collects the worst ratio.
+// the same family parsed); *record collects the worst ratio. first/count:
+// the window check_accuracy takes (count -1: every element).
 std::optional<Mismatch> accuracy_against_float64(const Family& family, const json& family_json, const at::Tensor& out, const at::Tensor& stock,
                                                  const at::Tensor& ref64, const std::string& label,
-                                                 const std::string& where, json* record);
+                                                 const std::string& where, json* record, int64_t first = 0,
+                                                 int64_t count = -1);
 
 }  // namespace forge::worker

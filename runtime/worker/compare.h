@@ -37,6 +37,13 @@ struct CompareStats {
   double worst_rel = 0;   // |out - ref| / |ref| (|ref| at least FLT_MIN)
   double worst_tol = 0;   // |out - ref| / (atol + rtol |ref|): 1 is the limit
 };
+// Outputs above this many elements are checked where they live on a device:
+// compare_to_reference scans them with tensor ops there (only a failing
+// chunk comes to the host), and the float64 accuracy check takes a window of
+// this many elements at a random offset (verify.cpp, check_results). At or
+// below it, a device output and its reference are copied to the host once.
+constexpr int64_t kHostCompareLimit = int64_t(1) << 22;
+
 std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Tensor& ref, Tolerance tol,
                                              const std::string& label, const std::string& where,
                                              CompareStats& stats);
