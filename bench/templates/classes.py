@@ -42,7 +42,8 @@ def families():
 def admits(strategy, family, case):
     """The keys of `applies` that rules/search/strategies.cpp decides from the
     op and its shape alone: op (the op, or op.overload), the extent ranges
-    (row, slice, plane: `$row`'s value) and a softmax's dim. Strategies that
+    (row, slice, plane: `$row`'s value), a softmax's dim and batch_norm's
+    training flag. Strategies that
     would only decline are not sent."""
     ap = strategy.get("applies") or {}
     ops = ap.get("op")
@@ -51,6 +52,10 @@ def admits(strategy, family, case):
         return False
     for key in ("row", "slice", "plane"):
         if key in ap and not ap[key][0] <= row_of(family, case) <= ap[key][1]:
+            return False
+    if "training" in ap:  # batch_norm: its one bool argument
+        training = next((x.get("value") for x in case["args"] if x.get("type") == "bool"), None)
+        if training is not None and training != ap["training"]:
             return False
     if "dim" in ap:
         ndim, dim = len(case["args"][0]["sizes"]), case["args"][1]["value"]

@@ -1,9 +1,8 @@
 // How long forge waits for one evaluation (verification plus benchmark) of a
 // candidate before it kills the worker and rejects the candidate ("timeout").
-// The worker's own passes over the call's values (the comparisons and the
-// float64 accuracy check run on the host, chunk by chunk; the memory plan
-// scales with the same bytes) grow with the bytes the call moves, so the limit
-// does too: kBaseSeconds plus one second per kBytesPerSecond of the captured
+// The worker's own passes over the call's values (the comparisons, the
+// float64 accuracy check, the cases' inputs; the memory plan scales with the
+// same bytes) grow with the bytes the call moves, so the limit does too: kBaseSeconds plus one second per kBytesPerSecond of the captured
 // call's inputs and outputs (Target::bytes), at most kMaxSeconds. An explicit
 // limit (`forge try/replay/bisect --timeout S`) replaces it: the user's figure,
 // as given. docs/WORKER.md, "Cost". A hanging candidate is still stopped by the
