@@ -95,7 +95,7 @@ int cmd_status(const Invocation& inv) {
   auto s = open_session(inv, Access::Read, options);
   json report = run_build(*s->ctx, default_rules(false));
   if (inv.json) {
-    json out{{"targets", report["targets"]}, {"models", report["models"]}};
+    json out{{"targets", report["targets"]}, {"models", report["models"]}, {"chains", report["chains"]}};
     if (all) out["not_selected"] = report["not_selected"];
     std::cout << out.dump(2) << "\n";
     return 0;
@@ -104,6 +104,7 @@ int cmd_status(const Invocation& inv) {
     if (m.value("status", "") != "ok")
       std::printf("model %s: %s\n", name.c_str(), m.value("reason", "not built").c_str());
   print_targets_table(report["targets"]);
+  print_chains(report["chains"]);
   if (all)
     print_not_selected(report["not_selected"]);
   else

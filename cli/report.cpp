@@ -103,6 +103,22 @@ void print_not_selected(const json& ops) {
   }
 }
 
+void print_chains(const json& chains) {
+  if (!chains.is_array() || chains.empty()) return;
+  std::printf("\nchains: %zu run(s) of ops whose intermediates nothing else reads (fusion candidates)\n",
+              chains.size());
+  std::printf("%-12s %6s %7s %10s  %s\n", "model", "share", "calls", "time_us", "ops");
+  for (const auto& c : chains) {
+    std::string ops;
+    for (const auto& o : c.value("ops", json::array())) ops += (ops.empty() ? "" : " -> ") + o.get<std::string>();
+    std::printf("%-12s %6s %7ld %10s  %s\n", c.value("model", "").c_str(),
+                fmt(c.value("share", json()), "%.1f%%", 100).c_str(), c.value("calls", 0L),
+                fmt(c.value("time_us", json()), "%.0f").c_str(), ops.c_str());
+  }
+  if (const json why = chains[0].value("why", json()); why.is_string())
+    std::printf("  %s\n", why.get<std::string>().c_str());
+}
+
 static void print_package(const json& p) {
   if (!p.is_object()) return;
   const json left_out = p.value("left_out", json::object());

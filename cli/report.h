@@ -12,6 +12,9 @@ void print_build_report(const nlohmann::json& report);
 void print_targets_table(const nlohmann::json& targets);
 // `forge status --all`: the report's not_selected list, each op with its reason and why.
 void print_not_selected(const nlohmann::json& ops);
+// The chains of ops found in the capture's data flow (rules/capture/chains.h):
+// a line each with their ops, share and why they are not searched.
+void print_chains(const nlohmann::json& chains);
 // One line per model: how many captured signatures were not selected, by reason.
 void print_not_selected_summary(const nlohmann::json& models);
 

@@ -54,7 +54,8 @@ nlohmann::json run_build(BuildContext& ctx, const std::vector<std::unique_ptr<Ru
           {"llm", ctx.llm},
           {"search", ctx.search},
           {"targets", targets_json(ctx.targets)},
-          {"not_selected", targets_json(ctx.not_selected)}};
+          {"not_selected", targets_json(ctx.not_selected)},
+          {"chains", ctx.chains}};
 }
 
 }  // namespace forge

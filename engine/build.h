@@ -42,6 +42,8 @@ struct BuildContext {
   // not selected (Target::selection, why); host ops last.
   std::vector<Target> not_selected;
   std::map<std::string, nlohmann::json> models;  // per model summary for reports
+  // Chains of ops worth fusing, every model's (rules/capture/chains.h, chain_json).
+  nlohmann::json chains = nlohmann::json::array();
   std::vector<StepRecord> dry_steps;  // in dry mode: every step looked up, explained
   bool failed = false;                // some step failed (exit code 1)
   bool stopped = false;               // interrupted (util/interrupt.h): the rest only reported

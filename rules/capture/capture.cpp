@@ -7,8 +7,10 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "rules/capture/ceiling.h"
+#include "rules/capture/chains.h"
 #include "rules/capture/model_command.h"
 #include "rules/capture/runtime_build.h"
 #include "runtime/common/dtypes.h"
@@ -65,6 +67,10 @@ json ingest_samples(store::Store& store, const fs::path& dir, const json& sample
 json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_cap) {
   std::map<std::string, json> entries;  // by op + signature
   std::map<std::string, json> outer;
+  // Data flow (runtime/capture/flows.h), keyed by the entries' op + signature:
+  // each process numbers its own entries.
+  std::map<std::tuple<std::string, long, std::string, long>, long> flows;  // (from, out, to, in) -> calls
+  std::map<std::pair<std::string, long>, long> produced;                   // (entry, out) -> tensors
   int processes = 0;
   std::string timing;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -76,6 +82,7 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
       throw std::runtime_error("unreadable capture file " + e.path().filename().string());
     ++processes;
     timing = proc.value("timing", "");
+    std::map<long, std::string> key_of_id;
     for (const auto& b : proc.value("backend_ops", json::array())) {
       std::string op = b.value("op", "");
       if (op.rfind("aten::", 0) == 0) op = op.substr(6);
@@ -84,6 +91,7 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
       std::string outer_op = b.value("outer_op", "");
       if (outer_op.rfind("aten::", 0) == 0) outer_op = outer_op.substr(6);
       const std::string sig = b.value("signature", "");
+      if (b.contains("id") && b["id"].is_number_integer()) key_of_id[b["id"].get<long>()] = op + "\n" + sig;
       json& merged = entries[op + "\n" + sig];
       if (merged.is_null()) {
         merged = {{"op", op},
@@ -108,6 +116,17 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
       for (const auto& s : ingest_samples(store, dir, b.value("samples", json::array())))
         if (static_cast<int>(merged["samples"].size()) < samples_cap) merged["samples"].push_back(s);
     }
+    auto key = [&](const json& f, const char* field) -> const std::string* {
+      auto it = f.contains(field) && f[field].is_number_integer() ? key_of_id.find(f[field].get<long>())
+                                                                   : key_of_id.end();
+      return it == key_of_id.end() ? nullptr : &it->second;
+    };
+    for (const auto& f : proc.value("flows", json::array())) {
+      const std::string *from = key(f, "from"), *to = key(f, "to");
+      if (from && to) flows[{*from, f.value("out", 0L), *to, f.value("in", 0L)}] += f.value("calls", 0L);
+    }
+    for (const auto& p : proc.value("produced", json::array()))
+      if (const std::string* e = key(p, "entry")) produced[{*e, p.value("out", 0L)}] += p.value("tensors", 0L);
     for (const auto& o : proc.value("outer_ops", json::array())) {
       json& m = outer[o.value("op", "")];
       if (m.is_null()) m = {{"op", o.value("op", "")}, {"calls", 0L}, {"time_us", 0.0}};
@@ -122,7 +141,9 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
   double total = 0;
   long calls = 0;
   json by_key = json::object();  // op time per dispatch key: CPU wall and CUDA device time don't add
-  for (auto& [_, e] : entries) {
+  std::map<std::string, long> index_of;  // flows name entries by their place in `list`
+  for (auto& [k, e] : entries) {
+    index_of[k] = static_cast<long>(list.size());
     total += e["time_us"].get<double>();
     calls += e["calls"].get<long>();
     const std::string key = e.value("dispatch_key", "CPU");
@@ -130,10 +151,16 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
     list.push_back(std::move(e));
   }
   for (auto& [_, o] : outer) outer_list.push_back(std::move(o));
+  json flow_list = json::array(), produced_list = json::array();
+  for (const auto& [k, n] : flows)
+    flow_list.push_back({{"from", index_of[std::get<0>(k)]}, {"out", std::get<1>(k)},
+                         {"to", index_of[std::get<2>(k)]}, {"in", std::get<3>(k)}, {"calls", n}});
+  for (const auto& [k, n] : produced)
+    produced_list.push_back({{"entry", index_of[k.first]}, {"out", k.second}, {"tensors", n}});
   return {{"status", "ok"}, {"timing", timing},     {"processes", processes},
           {"time_us", total}, {"calls", calls},     {"entries", list},
           {"time_us_by_dispatch_key", by_key},
-          {"outer_ops", outer_list}};
+          {"outer_ops", outer_list}, {"flows", flow_list}, {"produced", produced_list}};
 }
 
 json run_capture(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt) {
@@ -265,6 +292,7 @@ void CaptureRule::apply(BuildContext& ctx) {
                           {"selected", static_cast<int>(chosen.size())},
                           {"not_selected", reasons},
                           {"copy_ceiling_gbps", ceiling ? json(*ceiling / 1e9) : json(nullptr)}};
+    for (const Chain& c : find_chains(rec, ctx.device.backend)) ctx.chains.push_back(chain_json(c, m.name, op_time));
     for (auto& t : chosen) ctx.targets.push_back(std::move(t));
     for (auto& t : left_out) ctx.not_selected.push_back(std::move(t));
   }

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "changes.h"
+#include "flows.h"
 #include "op_facts.h"
 #include "report.h"
 #include "samples.h"
@@ -81,6 +82,7 @@ struct Extra {
   std::optional<Sample> sample;      // Tentative: held until committed
   std::vector<PendingOp> pending;    // Tentative: nested views/allocs
   std::vector<Watched> watched;      // the sampled call's inputs before it (changes.h)
+  std::vector<FlowInput> flow_in;    // Backend, Tentative: the tensor inputs (flows.h)
 };
 
 struct Frame {
@@ -322,6 +324,7 @@ void start_backend(State& st, ThreadState& ts, Frame& f, const at::RecordFunctio
     f.x->d.requires_grad = rg;
     ts.suppress++;
   }
+  if (!ignorable && !foreign) f.x->flow_in = flow_inputs(inputs);
   if (want_sample) {
     if (in_graph_capture(inputs, c.any_cuda)) {
       std::lock_guard<std::mutex> lk(st.mu);
@@ -442,6 +445,7 @@ void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
       note_changes(st, f);
       std::lock_guard<std::mutex> lk(st.mu);
       note_outputs_locked(f.entry, f.rf);
+      if (f.x && f.rf && f.rf == t_ending) note_flow_locked(st, f.entry, f.x->flow_in, *f.rf);
       commit_call_locked(st, ts, f.entry, ns, f.x && f.x->d.requires_grad);
       break;
     }
@@ -467,6 +471,7 @@ void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
         if (f.x->sample) commit_sample(st, f.entry, *f.x->sample);
         std::lock_guard<std::mutex> lk(st.mu);
         note_outputs_locked(f.entry, f.rf);
+        if (f.rf && f.rf == t_ending) note_flow_locked(st, f.entry, f.x->flow_in, *f.rf);
         commit_call_locked(st, ts, f.entry, ns, f.x->d.requires_grad);
       } else if (!f.x->pending.empty()) {
         // Composite after all: its nested views/allocs are backend ops of their own.

@@ -6,6 +6,8 @@
 
 #include "report.h"
 
+#include "flows.h"
+
 #include <torch/library.h>
 #include <torch/version.h>
 
@@ -162,7 +164,9 @@ std::string flush_impl(State& st) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const Entry& e = *rows[i].e;
     js += i ? ",\n" : "\n";
-    js += "{\"op\":";
+    js += "{\"id\":";
+    json::num(js, e.id);
+    js += ",\"op\":";
     json::str(js, e.op->name);
     js += ",\"overload\":";
     json::str(js, e.op->overload);
@@ -232,7 +236,9 @@ std::string flush_impl(State& st) {
     }
     js += "]}";
   }
-  js += "\n],\n\"outer_ops\":[";
+  js += "\n]";
+  write_flows_locked(st, js);
+  js += ",\n\"outer_ops\":[";
   std::vector<std::pair<OpInfo*, OuterStat>> outer(st.outer.begin(), st.outer.end());
   std::sort(outer.begin(), outer.end(), [](const auto& a, const auto& b) {
     if (a.second.ns != b.second.ns) return a.second.ns > b.second.ns;

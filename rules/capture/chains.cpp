@@ -1,0 +1,103 @@
+#include "rules/capture/chains.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "rules/capture/selection.h"
+
+namespace forge {
+namespace {
+using nlohmann::json;
+
+// Matrix products and convolutions: a chain may start after one (its
+// epilogue), not include it.
+bool is_gemm_or_conv(const std::string& op) {
+  static const std::set<std::string> names = {
+      "mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot",
+      "_scaled_mm", "_int_mm", "convolution", "_convolution", "conv2d", "conv1d", "conv3d",
+      "cudnn_convolution", "cudnn_convolution_transpose", "mkldnn_convolution", "convolution_overrideable",
+      "_slow_conv2d_forward", "slow_conv3d_forward", "slow_conv_transpose2d", "_nnpack_spatial_convolution",
+      "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+      "_scaled_dot_product_cudnn_attention", "_flash_attention_forward", "_efficient_attention_forward"};
+  return names.count(op.substr(0, op.find('.'))) > 0;
+}
+
+bool eligible(const json& e, const std::string& backend) {
+  if (e.value("kind", "kernel") != "kernel") return false;
+  if (is_gemm_or_conv(e.value("op", ""))) return false;
+  return !inherent_reason(e, backend).has_value();
+}
+
+}  // namespace
+
+std::vector<Chain> find_chains(const json& record, const std::string& backend) {
+  const json& entries = record.contains("entries") ? record["entries"] : json::array();
+  const int n = static_cast<int>(entries.size());
+  auto calls_of = [&](int i) { return entries[static_cast<size_t>(i)].value("calls", 0L); };
+  std::map<std::pair<int, long>, long> produced;  // (entry, out) -> tensors
+  for (const auto& p : record.value("produced", json::array()))
+    produced[{p.value("entry", -1), p.value("out", 0L)}] += p.value("tensors", 0L);
+  std::map<std::pair<int, long>, long> consumed;  // (entry, out) -> uses by recorded calls
+  std::map<int, long> consumed_any;               // entry -> uses of any of its outputs
+  for (const auto& f : record.value("flows", json::array())) {
+    consumed[{f.value("from", -1), f.value("out", 0L)}] += f.value("calls", 0L);
+    consumed_any[f.value("from", -1)] += f.value("calls", 0L);
+  }
+  // A link a -> b: every call of a and of b, a's output k produced and used
+  // exactly that often, by b alone, and no other output of a used.
+  std::map<int, std::set<int>> into, out_of;
+  for (const auto& f : record.value("flows", json::array())) {
+    const int a = f.value("from", -1), b = f.value("to", -1);
+    const long k = f.value("out", 0L), c = f.value("calls", 0L);
+    if (a < 0 || b < 0 || a >= n || b >= n || a == b || c <= 0) continue;
+    if (!eligible(entries[static_cast<size_t>(a)], backend) || !eligible(entries[static_cast<size_t>(b)], backend)) continue;
+    if (c != calls_of(a) || c != calls_of(b)) continue;
+    if (produced[{a, k}] != c || consumed[{a, k}] != c || consumed_any[a] != c) continue;
+    out_of[a].insert(b);
+    into[b].insert(a);
+  }
+  // Linear runs: a node's one successor, a node's one predecessor.
+  std::map<int, int> next, prev;
+  for (const auto& [a, bs] : out_of)
+    if (bs.size() == 1 && into[*bs.begin()].size() == 1) {
+      next[a] = *bs.begin();
+      prev[*bs.begin()] = a;
+    }
+  std::vector<Chain> chains;
+  for (const auto& [start, _] : next) {
+    if (prev.count(start)) continue;
+    Chain ch;
+    std::set<int> seen;
+    for (int i = start; seen.insert(i).second;) {
+      const json& e = entries[static_cast<size_t>(i)];
+      ch.entries.push_back(i);
+      ch.ops.push_back(e.value("op", ""));
+      ch.signatures.push_back(e.value("signature", ""));
+      ch.time_us += e.value("time_us", 0.0);
+      auto it = next.find(i);
+      if (it == next.end()) break;
+      i = it->second;
+    }
+    ch.calls = calls_of(start);
+    if (ch.entries.size() >= 2) chains.push_back(std::move(ch));
+  }
+  std::sort(chains.begin(), chains.end(), [](const Chain& x, const Chain& y) {
+    return x.time_us != y.time_us ? x.time_us > y.time_us : x.entries < y.entries;
+  });
+  return chains;
+}
+
+json chain_json(const Chain& c, const std::string& model, double op_time_us) {
+  return {{"model", model},
+          {"ops", c.ops},
+          {"signatures", c.signatures},
+          {"calls", c.calls},
+          {"time_us", c.time_us},
+          {"share", op_time_us > 0 ? c.time_us / op_time_us : 0.0},
+          {"searched", false},
+          {"why", "found in the capture's data flow; no proposer forges a chain yet, so each op is searched alone"}};
+}
+
+}  // namespace forge

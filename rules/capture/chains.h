@@ -1,0 +1,34 @@
+// Chains of captured ops worth fusing, found in the capture's data flow
+// (runtime/capture/flows.h): a run of backend ops in which every call of each
+// op feeds its whole output to exactly one call of the next, and to nothing
+// else recorded, so the intermediate tensors never escape the chain
+// (docs/SELECTION.md, "Chains"). A chain's time is its ops' together; the
+// single-op targets inside it stay targets of their own.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace forge {
+
+struct Chain {
+  std::vector<int> entries;          // indices into the capture record's "entries", in data-flow order
+  std::vector<std::string> ops;      // their ops ("pow.Tensor_Scalar", "mean.dim", ...)
+  std::vector<std::string> signatures;
+  long calls = 0;                    // calls of each op (all equal)
+  double time_us = 0;                // the ops' time together
+};
+
+// The chains of a capture record ({entries, flows, produced}: rules/capture/
+// capture.cpp) for a model on `backend`, longest time first. Ops that can be
+// no target (selection.h, inherent_reason), views, allocations and GEMMs or
+// convolutions (a chain starts after them: their epilogue) take no part.
+std::vector<Chain> find_chains(const nlohmann::json& record, const std::string& backend);
+
+// {"model", "ops", "signatures", "calls", "time_us", "share", "searched", "why"}
+// for the build report and `forge status`; share is of `op_time_us`.
+nlohmann::json chain_json(const Chain& c, const std::string& model, double op_time_us);
+
+}  // namespace forge

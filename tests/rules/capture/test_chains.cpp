@@ -1,0 +1,99 @@
+// Chains of ops from the capture's data flow (rules/capture/chains.h), on
+// synthetic capture records: no torch.
+#include <doctest/doctest.h>
+
+#include "rules/capture/chains.h"
+
+namespace forge {
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("rules::Chains");
+
+namespace {
+
+json tensor() {
+  return {{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {4, 8}}, {"strides", {8, 1}}, {"device", "cpu"}};
+}
+
+// An entry of `calls` calls taking one float tensor and returning one.
+json entry(const char* op, long calls, double time_us, const char* kind = "kernel") {
+  return {{"op", op},         {"kind", kind},      {"dispatch_key", "CPU"},
+          {"args", {tensor()}}, {"outputs", {tensor()}}, {"calls", calls},
+          {"time_us", time_us}, {"signature", std::string("aten::") + op + "(...)"}};
+}
+
+json flow(int from, int to, long calls, int out = 0, int in = 0) {
+  return {{"from", from}, {"out", out}, {"to", to}, {"in", in}, {"calls", calls}};
+}
+
+json produced(int entry, long tensors, int out = 0) { return {{"entry", entry}, {"out", out}, {"tensors", tensors}}; }
+
+std::vector<std::vector<std::string>> op_lists(const std::vector<Chain>& chains) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& c : chains) out.push_back(c.ops);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a run of ops whose every output feeds only the next is one chain, its time the sum") {
+  // pow -> mean -> add -> rsqrt, 3 calls each; rsqrt's output read by nothing recorded.
+  json rec = {{"entries", {entry("pow.Tensor_Scalar", 3, 10), entry("mean.dim", 3, 20), entry("add.Tensor", 3, 5),
+                           entry("rsqrt", 3, 5)}},
+              {"flows", {flow(0, 1, 3), flow(1, 2, 3), flow(2, 3, 3)}},
+              {"produced", {produced(0, 3), produced(1, 3), produced(2, 3), produced(3, 3)}}};
+  auto chains = find_chains(rec, "cpu");
+  REQUIRE(chains.size() == 1);
+  CHECK(chains[0].ops == std::vector<std::string>{"pow.Tensor_Scalar", "mean.dim", "add.Tensor", "rsqrt"});
+  CHECK(chains[0].calls == 3);
+  CHECK(chains[0].time_us == doctest::Approx(40));
+  json j = chain_json(chains[0], "m", 80);
+  CHECK(j["share"].get<double>() == doctest::Approx(0.5));
+  CHECK(j["searched"] == false);
+}
+
+TEST_CASE("an intermediate another op also reads cuts the chain there") {
+  // exp's output goes to mul and to add: exp is no link; mul -> add is.
+  json rec = {{"entries", {entry("exp", 2, 1), entry("mul.Tensor", 2, 1), entry("add.Tensor", 2, 1)}},
+              {"flows", {flow(0, 1, 2), flow(0, 2, 2, 0, 1), flow(1, 2, 2)}},
+              {"produced", {produced(0, 2), produced(1, 2), produced(2, 2)}}};
+  CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"mul.Tensor", "add.Tensor"}});
+}
+
+TEST_CASE("an output read on only some calls, or an op called in two places, links nothing") {
+  // relu's 4 outputs, 3 read by silu: one escaped (a model output, say).
+  json partial = {{"entries", {entry("relu", 4, 1), entry("silu", 3, 1)}},
+                  {"flows", {flow(0, 1, 3)}},
+                  {"produced", {produced(0, 4), produced(1, 3)}}};
+  CHECK(find_chains(partial, "cpu").empty());
+  // A second output of the producer read elsewhere (max.dim's indices) escapes too.
+  json second = {{"entries", {entry("max.dim", 2, 1), entry("exp", 2, 1), entry("neg", 2, 1)}},
+                 {"flows", {flow(0, 1, 2, 0), flow(0, 2, 2, 1)}},
+                 {"produced", {produced(0, 2, 0), produced(0, 2, 1), produced(1, 2), produced(2, 2)}}};
+  CHECK(find_chains(second, "cpu").empty());
+}
+
+TEST_CASE("GEMMs, views and random ops take no part; a chain starts after a matmul") {
+  json rec = {{"entries", {entry("addmm", 2, 50), entry("gelu", 2, 3), entry("mul.Tensor", 2, 2),
+                           entry("view", 2, 0, "view"), entry("uniform_", 2, 1)}},
+              {"flows", {flow(0, 1, 2), flow(1, 2, 2), flow(2, 3, 2), flow(4, 1, 2, 0, 1)}},
+              {"produced", {produced(0, 2), produced(1, 2), produced(2, 2), produced(3, 2), produced(4, 2)}}};
+  rec["entries"][4]["args"] = json::array({json{{"type", "Generator"}, {"name", "generator"}}});
+  CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"gelu", "mul.Tensor"}});
+}
+
+TEST_CASE("two producers merging into one op keep their own chains apart") {
+  // a -> c and b -> c with both links clean: c has two predecessors, no chain through it.
+  json rec = {{"entries", {entry("exp", 1, 1), entry("tanh", 1, 1), entry("add.Tensor", 1, 1), entry("neg", 1, 1)}},
+              {"flows", {flow(0, 2, 1), flow(1, 2, 1, 0, 1), flow(2, 3, 1)}},
+              {"produced", {produced(0, 1), produced(1, 1), produced(2, 1), produced(3, 1)}}};
+  CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"add.Tensor", "neg"}});
+}
+
+TEST_CASE("a record without data flow (an older capture) has no chains") {
+  json rec = {{"entries", {entry("relu", 1, 1)}}};
+  CHECK(find_chains(rec, "cpu").empty());
+}
+
+TEST_SUITE_END();
+}  // namespace forge

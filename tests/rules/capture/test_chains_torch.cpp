@@ -1,0 +1,52 @@
+// Chains from a real capture's data flow (issue 33, item 1): `forge capture`
+// of tests/rules/capture/chains/model.py, then `forge --json status` lists the
+// HF-style RMSNorm's six ops and group_norm -> SiLU as chains, and nothing
+// through exp, whose output two ops read. Skipped (visibly) without torch.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support.h"
+
+namespace forge {
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("rules::ChainsTorch");
+
+TEST_CASE("forge status lists the chains of a captured script with their ops") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  namespace fs = std::filesystem;
+  test::TempDir dir;
+  fs::copy_file(fs::path(FORGE_TEST_DIR) / "rules" / "capture" / "chains" / "model.py", dir / "model.py");
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  m: {run: python model.py, env: {OMP_NUM_THREADS: '1'}}\n"
+                   "targets: {top: 0, min_share: 0}\n");
+  auto cap = test::run_forge("capture", dir.path());
+  INFO(cap.err);
+  REQUIRE(cap.exit_code == 0);
+  auto st = test::run_forge("--json status", dir.path());
+  INFO(st.err);
+  REQUIRE(st.exit_code == 0);
+  json chains = json::parse(st.out)["chains"];
+  CAPTURE(chains.dump());
+  std::vector<std::vector<std::string>> found;
+  for (const auto& c : chains) {
+    found.push_back(c["ops"].get<std::vector<std::string>>());
+    CHECK(c["calls"] == 3);
+    CHECK(c["searched"] == false);
+    CHECK(c["time_us"].get<double>() > 0);
+  }
+  const std::vector<std::string> rms = {"pow.Tensor_Scalar", "mean.dim", "add.Tensor", "rsqrt", "mul.Tensor", "mul.Tensor"};
+  const std::vector<std::string> gn_silu = {"native_group_norm", "silu"};
+  CHECK(std::find(found.begin(), found.end(), rms) != found.end());
+  CHECK(std::find(found.begin(), found.end(), gn_silu) != found.end());
+  for (const auto& ops : found) CHECK(std::find(ops.begin(), ops.end(), "exp") == ops.end());
+  // The text form says the same.
+  auto text = test::run_forge("status", dir.path());
+  CHECK(text.out.find("native_group_norm -> silu") != std::string::npos);
+}
+
+TEST_SUITE_END();
+}  // namespace forge
