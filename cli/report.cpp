@@ -114,6 +114,9 @@ void print_chains(const json& chains) {
     std::printf("%-12s %6s %7ld %10s  %s\n", c.value("model", "").c_str(),
                 fmt(c.value("share", json()), "%.1f%%", 100).c_str(), c.value("calls", 0L),
                 fmt(c.value("time_us", json()), "%.0f").c_str(), ops.c_str());
+    if (const json mod = c.value("module", json()); mod.is_string())
+      std::printf("%-12s %6s %7s %10s  in %s%s\n", "", "", "", "", mod.get<std::string>().c_str(),
+                  c.value("whole_forward", false) ? " (its whole forward)" : "");
   }
   if (const json why = chains[0].value("why", json()); why.is_string())
     std::printf("  %s\n", why.get<std::string>().c_str());

@@ -111,6 +111,13 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
           merged["args"][i.get<size_t>()]["changed"] = true;
       merged["kind"] = b.value("kind", "kernel");
       merged["dispatch_key"] = b.value("dispatch_key", "CPU");
+      // The module paths the calls ran under (runtime/capture/modules.h) -> calls.
+      if (b.contains("modules") && b["modules"].is_object()) {
+        json& mods = merged["modules"];
+        if (!mods.is_object()) mods = json::object();
+        for (const auto& [path, n] : b["modules"].items())
+          if (n.is_number_integer()) mods[path] = mods.value(path, 0L) + n.get<long>();
+      }
       merged["calls"] = merged["calls"].get<long>() + b.value("calls", 0L);
       merged["time_us"] = merged["time_us"].get<double>() + b.value("time_us", 0.0);
       for (const auto& s : ingest_samples(store, dir, b.value("samples", json::array())))
@@ -144,6 +151,13 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
   std::map<std::string, long> index_of;  // flows name entries by their place in `list`
   for (auto& [k, e] : entries) {
     index_of[k] = static_cast<long>(list.size());
+    if (e.contains("modules")) {  // the path most calls ran under
+      std::string top;
+      long top_calls = 0;
+      for (const auto& [path, n] : e["modules"].items())
+        if (n.get<long>() > top_calls) top = path, top_calls = n.get<long>();
+      e["module"] = top;
+    }
     total += e["time_us"].get<double>();
     calls += e["calls"].get<long>();
     const std::string key = e.value("dispatch_key", "CPU");

@@ -81,7 +81,28 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
       i = it->second;
     }
     ch.calls = calls_of(start);
-    if (ch.entries.size() >= 2) chains.push_back(std::move(ch));
+    if (ch.entries.size() < 2) continue;
+    // One module for every op, all of its calls under it.
+    std::set<std::string> modules;
+    for (int i : ch.entries) {
+      const json& e = entries[static_cast<size_t>(i)];
+      const json mods = e.value("modules", json::object());
+      modules.insert(mods.size() == 1 ? e.value("module", "") : std::string("\n"));
+    }
+    if (modules.size() == 1 && !modules.begin()->empty() && *modules.begin() != "\n") {
+      ch.module = *modules.begin();
+      const std::set<int> in_chain(ch.entries.begin(), ch.entries.end());
+      ch.whole_forward = true;
+      for (int i = 0; i < n; ++i) {
+        const json& e = entries[static_cast<size_t>(i)];
+        const json mods = e.value("modules", json::object());
+        if (in_chain.count(i) || !mods.contains(ch.module)) continue;
+        // Another op the module ran itself; views and allocations need no kernel.
+        const std::string kind = e.value("kind", "kernel");
+        if (kind != "view" && kind != "alloc") ch.whole_forward = false;
+      }
+    }
+    chains.push_back(std::move(ch));
   }
   std::sort(chains.begin(), chains.end(), [](const Chain& x, const Chain& y) {
     return x.time_us != y.time_us ? x.time_us > y.time_us : x.entries < y.entries;
@@ -96,6 +117,8 @@ json chain_json(const Chain& c, const std::string& model, double op_time_us) {
           {"calls", c.calls},
           {"time_us", c.time_us},
           {"share", op_time_us > 0 ? c.time_us / op_time_us : 0.0},
+          {"module", c.module.empty() ? json(nullptr) : json(c.module)},
+          {"whole_forward", c.whole_forward},
           {"searched", false},
           {"why", "found in the capture's data flow; no proposer forges a chain yet, so each op is searched alone"}};
 }

@@ -19,6 +19,12 @@ struct Chain {
   std::vector<std::string> signatures;
   long calls = 0;                    // calls of each op (all equal)
   double time_us = 0;                // the ops' time together
+  // The module every op of the chain ran under ("__main__.Block/__main__.RMSNorm"),
+  // "" when they differ or the capture has none; whole_forward: the chain is
+  // every op that module's forward ran itself (its submodules' ops apart), so
+  // a kernel for the chain can stand in for the forward.
+  std::string module;
+  bool whole_forward = false;
 };
 
 // The chains of a capture record ({entries, flows, produced}: rules/capture/
@@ -27,7 +33,8 @@ struct Chain {
 // convolutions (a chain starts after them: their epilogue) take no part.
 std::vector<Chain> find_chains(const nlohmann::json& record, const std::string& backend);
 
-// {"model", "ops", "signatures", "calls", "time_us", "share", "searched", "why"}
+// {"model", "ops", "signatures", "calls", "time_us", "share", "module",
+// "whole_forward", "searched", "why"}
 // for the build report and `forge status`; share is of `op_time_us`.
 nlohmann::json chain_json(const Chain& c, const std::string& model, double op_time_us);
 

@@ -30,9 +30,10 @@ struct Flows {
   std::map<std::tuple<uint64_t, int, uint64_t, int>, uint64_t> edges;  // (from, out, to, in) -> calls
   std::map<std::pair<uint64_t, int>, uint64_t> produced;                // (entry, out) -> tensors
 };
+Flows* g_flows = nullptr;
 Flows& flows() {
-  static Flows* f = new Flows;
-  return *f;
+  if (!g_flows) g_flows = new Flows;
+  return *g_flows;
 }
 
 // Past this many live addresses, those whose storage died are dropped.
@@ -117,5 +118,7 @@ void write_flows_locked(const State&, std::string& js) {
   }
   js += "\n]";
 }
+
+void reset_flows() { g_flows = new Flows; }  // the old tables are the parent's: leaked on purpose
 
 }  // namespace forge::capture

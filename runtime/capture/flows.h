@@ -35,4 +35,7 @@ void note_flow_locked(State& st, Entry* e, const std::vector<FlowInput>& inputs,
 // report's backend_ops give them). Call under st.mu.
 void write_flows_locked(const State& st, std::string& js);
 
+// A forked child starts with empty tables (recorder.cpp, fork_child), like its State.
+void reset_flows();
+
 }  // namespace forge::capture

@@ -38,6 +38,7 @@
 
 #include "changes.h"
 #include "flows.h"
+#include "modules.h"
 #include "op_facts.h"
 #include "report.h"
 #include "samples.h"
@@ -245,6 +246,7 @@ Entry* get_entry_locked(State& st, OpInfo* op, const std::string& kind, const st
 
 void commit_call_locked(State& st, ThreadState& ts, Entry* e, int64_t ns, bool requires_grad) {
   e->calls++;
+  e->modules[module_path()]++;
   e->wall_ns += ns;
   e->needs_grad |= requires_grad;
   e->outer[ts.outer]++;
@@ -566,6 +568,7 @@ void fork_child() {
   if (!old) return;
   old->mu.unlock();
   g_state.store(new_state(old->cfg));  // the old state is leaked on purpose
+  reset_flows();
 }
 
 struct Init {

@@ -7,6 +7,7 @@
 #include "report.h"
 
 #include "flows.h"
+#include "modules.h"
 
 #include <torch/library.h>
 #include <torch/version.h>
@@ -215,6 +216,25 @@ std::string flush_impl(State& st) {
       js += ",\"device_activities\":";
       json::num(js, it == device.end() ? uint64_t(0) : it->second.kernels);
     }
+    {
+      // The module path most calls ran under ("" outside any), and every one.
+      const std::string* top_path = nullptr;
+      uint64_t top_calls = 0;
+      for (const auto& [path, n] : e.modules)
+        if (n > top_calls) top_path = &path, top_calls = n;
+      js += ",\"module\":";
+      json::str(js, top_path ? *top_path : std::string());
+      js += ",\"modules\":{";
+      bool first = true;
+      for (const auto& [path, n] : e.modules) {
+        if (!first) js += ',';
+        first = false;
+        json::str(js, path);
+        js += ':';
+        json::num(js, n);
+      }
+      js += '}';
+    }
     std::set<int> changed = e.changed;
     changed.insert(e.op->write_args.begin(), e.op->write_args.end());
     if (!changed.empty()) {
@@ -325,6 +345,8 @@ TORCH_LIBRARY(forge_capture, m) {
   m.def("flush() -> str", []() -> std::string { return forge::capture::flush(); });
   m.def("enabled() -> bool",
         []() -> bool { return forge::capture::g_state.load() != nullptr; });
+  m.def("enter_module(str name) -> ()", [](std::string name) { forge::capture::enter_module(name); });
+  m.def("exit_module() -> ()", []() { forge::capture::exit_module(); });
   m.def("note(str key, str value) -> ()", [](std::string key, std::string value) {
     auto* st = forge::capture::g_state.load();
     if (!st) return;

@@ -52,6 +52,7 @@ struct Entry {
   std::vector<std::string> samples;   // JSON objects
   uint64_t samples_dropped = 0;
   std::set<int> changed;  // inputs a watched call changed (changes.h)
+  std::map<std::string, uint64_t> modules;  // module path the call ran under (modules.h) -> calls
 };
 
 struct Config {

@@ -15,6 +15,8 @@ When the capture library (libforge_capture.so) is among the libraries, an
 atexit hook calls torch.ops.forge_capture.flush(), which writes the capture
 JSON while the interpreter and torch are still intact; the library's own C++
 exit hook is only a fallback (it rewrites the file if ops ran after the flush).
+Global forward hooks on every nn.Module tell it which module each op runs
+under (forge_capture.enter_module / exit_module, runtime/capture/modules.h).
 """
 
 import os
@@ -48,6 +50,29 @@ def _flush_capture():
             ns.flush()
     except Exception as e:  # never let the user's exit fail because of us
         _warn("capture flush failed: %s" % (e,))
+
+
+def _module_name(m):
+    t = type(m)
+    return "%s.%s" % (t.__module__, t.__qualname__)
+
+
+def _install_module_hooks(torch):
+    """Every module's forward, entered and left, reported to the capture."""
+    ns = torch.ops.forge_capture
+    enter, leave = ns.enter_module, ns.exit_module
+
+    def pre(module, args):
+        enter(_module_name(module))
+
+    def post(module, args, output):
+        leave()
+
+    from torch.nn.modules import module as nn_module
+
+    nn_module.register_module_forward_pre_hook(pre)
+    # always_call: the exit runs when the forward raises, so the stack stays balanced.
+    nn_module.register_module_forward_hook(post, always_call=True)
 
 
 def load():
@@ -92,6 +117,10 @@ def load():
                 torch.ops.forge_capture.note("python", sys.executable or "")
             except Exception:
                 pass
+            try:
+                _install_module_hooks(torch)
+            except Exception as e:
+                _warn("capture: module paths not recorded: %s" % (e,))
             if not _atexit_registered:
                 import atexit
 

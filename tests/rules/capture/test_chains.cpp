@@ -90,6 +90,28 @@ TEST_CASE("two producers merging into one op keep their own chains apart") {
   CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"add.Tensor", "neg"}});
 }
 
+TEST_CASE("a chain is a module's whole forward when that module ran no other kernel itself") {
+  json rec = {{"entries", {entry("pow.Tensor_Scalar", 1, 1), entry("mean.dim", 1, 1), entry("view", 1, 0, "view"),
+                           entry("exp", 1, 1)}},
+              {"flows", {flow(0, 1, 1)}},
+              {"produced", {produced(0, 1), produced(1, 1), produced(3, 1)}}};
+  for (int i : {0, 1, 2}) {
+    rec["entries"][i]["module"] = "m.Block/m.Norm";
+    rec["entries"][i]["modules"] = {{"m.Block/m.Norm", 1}};
+  }
+  auto chains = find_chains(rec, "cpu");
+  REQUIRE(chains.size() == 1);
+  CHECK(chains[0].module == "m.Block/m.Norm");
+  CHECK(chains[0].whole_forward);  // the view needs no kernel
+  rec["entries"][3]["module"] = "m.Block/m.Norm";  // exp ran in the module too, outside the chain
+  rec["entries"][3]["modules"] = {{"m.Block/m.Norm", 1}};
+  chains = find_chains(rec, "cpu");
+  REQUIRE(chains.size() == 1);
+  CHECK_FALSE(chains[0].whole_forward);
+  rec["entries"][1]["modules"] = {{"m.Block/m.Norm", 1}, {"m.Other", 1}};  // mean under two modules
+  CHECK(find_chains(rec, "cpu")[0].module.empty());
+}
+
 TEST_CASE("a record without data flow (an older capture) has no chains") {
   json rec = {{"entries", {entry("relu", 1, 1)}}};
   CHECK(find_chains(rec, "cpu").empty());

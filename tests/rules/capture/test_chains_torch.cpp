@@ -1,7 +1,8 @@
 // Chains from a real capture's data flow (issue 33, item 1): `forge capture`
 // of tests/rules/capture/chains/model.py, then `forge --json status` lists the
-// HF-style RMSNorm's six ops and group_norm -> SiLU as chains, and nothing
-// through exp, whose output two ops read. Skipped (visibly) without torch.
+// HF-style RMSNorm's six ops (the module's whole forward, by the module paths
+// the capture records) and group_norm -> SiLU as chains, and nothing through
+// exp, whose output two ops read. Skipped (visibly) without torch.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -42,6 +43,16 @@ TEST_CASE("forge status lists the chains of a captured script with their ops") {
   const std::vector<std::string> gn_silu = {"native_group_norm", "silu"};
   CHECK(std::find(found.begin(), found.end(), rms) != found.end());
   CHECK(std::find(found.begin(), found.end(), gn_silu) != found.end());
+  for (const auto& c : chains) {
+    if (c["ops"].get<std::vector<std::string>>() == rms) {
+      // Every op of the module's forward: a kernel for it can stand in for RMSNorm.forward.
+      CHECK(c["module"] == "__main__.RMSNorm");
+      CHECK(c["whole_forward"] == true);
+    } else if (c["ops"].get<std::vector<std::string>>() == gn_silu) {
+      CHECK(c["module"].is_null());  // group_norm in GroupNorm, silu outside any module
+      CHECK(c["whole_forward"] == false);
+    }
+  }
   for (const auto& ops : found) CHECK(std::find(ops.begin(), ops.end(), "exp") == ops.end());
   // The text form says the same.
   auto text = test::run_forge("status", dir.path());
