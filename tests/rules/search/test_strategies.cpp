@@ -156,7 +156,7 @@ TEST_CASE("applies: dtype, output dtype and layout") {
   CHECK_FALSE(strategy_applies(s, half, "cpu"));
 }
 
-TEST_CASE("applies: batch_norm's strategies take inference calls only (training is a YAML boolean)") {
+TEST_CASE("applies: batch_norm's strategies split by training mode (a YAML boolean)") {
   Target t;
   t.op = "native_batch_norm";
   json x = {{"type", "Tensor"}, {"dtype", "bfloat16"}, {"sizes", {64, 256, 56, 56}},
@@ -174,10 +174,22 @@ TEST_CASE("applies: batch_norm's strategies take inference calls only (training 
       }
   CHECK(cuda == 2);
   CHECK(cpu == 2);
+  // Training mode: the train_* templates alone; the CPU one takes float32 only.
   t.args[5]["value"] = true;
+  std::vector<std::string> train_cuda, train_cpu_bf16, train_cpu_f32;
+  Target f32 = t;
+  for (size_t i = 0; i < 5; ++i) f32.args[i]["dtype"] = "float32";
+  f32.outputs[0]["dtype"] = "float32";
   for (const auto& f : load_families(default_targets_dir()))
     if (f.name == "batch_norm")
-      for (const auto& s : load_strategies(f)) CHECK_FALSE(strategy_applies(s, t, "cuda"));
+      for (const auto& s : load_strategies(f)) {
+        if (strategy_applies(s, t, "cuda")) train_cuda.push_back(s.name);
+        if (strategy_applies(s, t, "cpu")) train_cpu_bf16.push_back(s.name);
+        if (strategy_applies(s, f32, "cpu")) train_cpu_f32.push_back(s.name);
+      }
+  CHECK(train_cuda == std::vector<std::string>{"train_split"});
+  CHECK(train_cpu_bf16.empty());
+  CHECK(train_cpu_f32 == std::vector<std::string>{"train_planes"});
 }
 
 // The pointwise templates cover an op table: `applies: {op: [...]}` names the
