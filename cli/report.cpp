@@ -187,6 +187,7 @@ void print_build_report(const json& report) {
   }
   print_not_selected_summary(report["models"]);
   print_targets_table(report["targets"]);
+  print_chains(report.value("chains", json()));
   print_package(report.value("package", json()));
   const json& h = report.value("history", json());
   if (h.is_object() && h["repo"].is_string())
