@@ -3,6 +3,7 @@
 
 #include <c10/core/Storage.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -13,20 +14,21 @@
 namespace forge::capture {
 namespace {
 
-// The last recorded writer of a data pointer, with a weak reference to the
-// storage it wrote: a later reader at that address is its consumer only while
-// that storage lives (a freed block reused by an unrecorded op is not).
+// The last recorded call that returned a tensor of a storage, with a weak
+// reference to that storage: a later reader of the storage (through any view)
+// is its consumer only while it lives (a freed block whose StorageImpl address
+// is reused by an unrecorded op is not).
 struct Producer {
   uint64_t entry = 0;
   int out = 0;
   c10::weak_intrusive_ptr<c10::StorageImpl> storage{c10::intrusive_ptr<c10::StorageImpl>()};
-  int64_t numel = 0;
 };
 
 // All under st.mu (one State per process). Never freed, like the State: the
 // report is written by an exit handler, after static objects are destroyed.
 struct Flows {
-  std::unordered_map<const void*, Producer> live;
+  std::unordered_map<const void*, Producer> live;  // StorageImpl -> its last producer
+  size_t prune_at = size_t(1) << 16;               // live's size that triggers dropping dead storages
   std::map<std::tuple<uint64_t, int, uint64_t, int>, uint64_t> edges;  // (from, out, to, in) -> calls
   std::map<std::pair<uint64_t, int>, uint64_t> produced;                // (entry, out) -> tensors
 };
@@ -36,52 +38,64 @@ Flows& flows() {
   return *g_flows;
 }
 
-// Past this many live addresses, those whose storage died are dropped.
-constexpr size_t kLivePrune = size_t(1) << 16;
-
-bool usable(const at::Tensor& t) {
-  return t.defined() && t.has_storage() && t.numel() > 0 && t.data_ptr() != nullptr;
+// The tensor's StorageImpl, or nullptr for tensors without one (sparse,
+// nested, undefined, meta, tensor subclasses). Reads no data pointer (which
+// would materialize a copy-on-write storage).
+const c10::StorageImpl* storage_of(const at::Tensor& t) {
+  if (!t.defined() || !t.has_storage() || t.is_meta() || t.numel() == 0) return nullptr;
+  return t.storage().unsafeGetStorageImpl();
 }
 
 }  // namespace
 
 std::vector<FlowInput> flow_inputs(c10::ArrayRef<c10::IValue> inputs) {
   std::vector<FlowInput> out;
+  auto one = [&](int index, const at::Tensor& t) {
+    if (const c10::StorageImpl* s = storage_of(t)) out.push_back(FlowInput{index, s});
+  };
   for (size_t i = 0; i < inputs.size(); ++i) {
     const c10::IValue& v = inputs[i];
-    if (!v.isTensor()) continue;
-    const at::Tensor& t = v.toTensor();
-    if (!usable(t)) continue;
-    out.push_back(FlowInput{static_cast<int>(i), t.data_ptr(), t.numel(), t.storage().unsafeGetStorageImpl()});
+    if (v.isTensor()) {
+      one(static_cast<int>(i), v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) one(static_cast<int>(i), t);
+    } else if (v.isList()) {  // Tensor?[] (index's indices)
+      for (const c10::IValue& e : v.toListRef())
+        if (e.isTensor()) one(static_cast<int>(i), e.toTensor());
+    }
   }
   return out;
 }
 
-void note_flow_locked(State&, Entry* e, const std::vector<FlowInput>& inputs, const at::RecordFunction& rf) {
+void note_flow_locked(State&, Entry* e, const std::vector<FlowInput>& inputs, const at::RecordFunction& rf,
+                      bool produces) {
   if (!e) return;
-  auto& g_live = flows().live;
+  Flows& f = flows();
   for (const FlowInput& in : inputs) {
-    auto it = g_live.find(in.data);
-    if (it == g_live.end() || it->second.numel != in.numel) continue;
+    auto it = f.live.find(in.storage);
+    if (it == f.live.end()) continue;
     auto alive = it->second.storage.lock();
     if (!alive || alive.get() != in.storage) continue;
-    flows().edges[{it->second.entry, it->second.out, e->id, in.index}]++;
+    f.edges[{it->second.entry, it->second.out, e->id, in.index}]++;
   }
+  if (!produces) return;
   const auto& outs = rf.outputs();
   for (size_t k = 0; k < outs.size(); ++k) {
     const c10::IValue& v = outs[k];
     if (!v.isTensor()) continue;
     const at::Tensor& t = v.toTensor();
-    if (!usable(t)) continue;
-    if (g_live.size() >= kLivePrune)
-      for (auto it = g_live.begin(); it != g_live.end();) it = it->second.storage.expired() ? g_live.erase(it) : ++it;
+    const c10::StorageImpl* s = storage_of(t);
+    if (!s) continue;
+    if (f.live.size() >= f.prune_at) {
+      for (auto it = f.live.begin(); it != f.live.end();) it = it->second.storage.expired() ? f.live.erase(it) : ++it;
+      f.prune_at = std::max(size_t(1) << 16, 2 * f.live.size());  // a scan per doubling, not per op
+    }
     Producer p;
     p.entry = e->id;
     p.out = static_cast<int>(k);
     p.storage = t.storage().getWeakStorageImpl();
-    p.numel = t.numel();
-    g_live[t.data_ptr()] = std::move(p);
-    flows().produced[{e->id, static_cast<int>(k)}]++;
+    f.live[s] = std::move(p);
+    f.produced[{e->id, static_cast<int>(k)}]++;
   }
 }
 

@@ -13,22 +13,23 @@
 
 namespace forge::capture {
 
-// A tensor input of a call, as the start callback saw it: its boxed inputs
-// are gone by the end callback (the dispatcher frees them after the start).
+// A tensor input of a call (or an element of a tensor-list input), as the
+// start callback saw it: the dispatcher frees the boxed inputs before the end
+// callback. Identified by its storage, so a read through any view counts.
 struct FlowInput {
-  int index = 0;
-  const void* data = nullptr;
-  int64_t numel = 0;
-  const void* storage = nullptr;  // the StorageImpl
+  int index = 0;                  // the argument's position
+  const void* storage = nullptr;  // its StorageImpl
 };
 std::vector<FlowInput> flow_inputs(c10::ArrayRef<c10::IValue> inputs);
 
-// One backend call of `e` ended: each tensor input whose memory the last
-// recorded call wrote as output k of entry p, and which is still that
-// tensor's storage, counts as an edge (p, k) -> (e, input index); then each
-// tensor output of the call (rf's outputs, valid in the end callback) is
-// recorded as produced by (e, output index). Call under st.mu.
-void note_flow_locked(State& st, Entry* e, const std::vector<FlowInput>& inputs, const at::RecordFunction& rf);
+// One call of `e` ended: each input whose storage the last recorded producer
+// returned as output k of entry p, while that storage lives, counts as an
+// edge (p, k) -> (e, input index). With `produces`, each tensor output of the
+// call (rf's outputs, valid in the end callback) is then recorded as produced
+// by (e, output index); a view's output is not (it shares its input's
+// storage, whose producer stays). Call under st.mu.
+void note_flow_locked(State& st, Entry* e, const std::vector<FlowInput>& inputs, const at::RecordFunction& rf,
+                      bool produces);
 
 // The report's "flows" array: {"from","out","to","in","calls"} per edge, and
 // its "produced" array: {"entry","out","tensors"} per entry output (ids as the

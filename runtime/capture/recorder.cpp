@@ -326,7 +326,7 @@ void start_backend(State& st, ThreadState& ts, Frame& f, const at::RecordFunctio
     f.x->d.requires_grad = rg;
     ts.suppress++;
   }
-  if (!ignorable && !foreign) f.x->flow_in = flow_inputs(inputs);
+  if (f.entry->kind != "view") f.x->flow_in = flow_inputs(inputs);  // a view is looked through (flows.h)
   if (want_sample) {
     if (in_graph_capture(inputs, c.any_cuda)) {
       std::lock_guard<std::mutex> lk(st.mu);
@@ -421,6 +421,16 @@ void note_outputs_locked(Entry* e, const at::RecordFunction* rf) {
   e->outputs_json = js + "]";
 }
 
+// The call's data flow (flows.h), under st.mu; views are looked through. A
+// failure costs the flow of this call, never the call's own record.
+void note_flow_safe(State& st, Frame& f) {
+  if (!f.entry || f.entry->kind == "view") return;
+  try {
+    note_flow_locked(st, f.entry, f.x->flow_in, *f.rf, true);
+  } catch (...) {
+  }
+}
+
 // Records which watched inputs the call changed (after its device work).
 void note_changes(State& st, Frame& f) {
   if (!f.x || f.x->watched.empty()) return;
@@ -447,8 +457,8 @@ void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
       note_changes(st, f);
       std::lock_guard<std::mutex> lk(st.mu);
       note_outputs_locked(f.entry, f.rf);
-      if (f.x && f.rf && f.rf == t_ending) note_flow_locked(st, f.entry, f.x->flow_in, *f.rf);
       commit_call_locked(st, ts, f.entry, ns, f.x && f.x->d.requires_grad);
+      if (f.x && f.rf && f.rf == t_ending) note_flow_safe(st, f);
       break;
     }
     case Role::IgnorablePending: {
@@ -473,8 +483,8 @@ void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
         if (f.x->sample) commit_sample(st, f.entry, *f.x->sample);
         std::lock_guard<std::mutex> lk(st.mu);
         note_outputs_locked(f.entry, f.rf);
-        if (f.rf && f.rf == t_ending) note_flow_locked(st, f.entry, f.x->flow_in, *f.rf);
         commit_call_locked(st, ts, f.entry, ns, f.x->d.requires_grad);
+        if (f.rf && f.rf == t_ending) note_flow_safe(st, f);
       } else if (!f.x->pending.empty()) {
         // Composite after all: its nested views/allocs are backend ops of their own.
         std::lock_guard<std::mutex> lk(st.mu);

@@ -26,8 +26,9 @@ double value_at(const at::Tensor& flat, int64_t i) { return flat[i].item<double>
 
 // Elements compared per host pass: two float64 chunks of 128 MiB.
 constexpr int64_t kCompareChunk = int64_t(1) << 24;
-// Elements per device scan: a few float64 temporaries of 64 MiB each.
-constexpr int64_t kDeviceCompareChunk = int64_t(1) << 23;
+// Elements per device scan: about nine float64 temporaries of 32 MiB each,
+// inside the memory plan's slack (memory_plan.h).
+constexpr int64_t kDeviceCompareChunk = int64_t(1) << 22;
 
 // One pass over a chunk: the figures compare_to_reference reports, the largest
 // excess over the tolerance (> 0: some element fails), and whether either side

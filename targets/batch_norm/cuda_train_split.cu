@@ -125,7 +125,8 @@ __global__ void __launch_bounds__(BLOCK) bn_apply(BnTrainArgs a, int S, const do
   const double M = static_cast<double>(a.N) * a.HW;
   const double mean = merged(sums + c * S, S) / M;
   const double sq = merged(squares + c * S, S);
-  const double invstd = 1.0 / sqrt(sq / M + a.eps);
+  const double var = sq / M;
+  const double invstd = var != 0 || a.eps != 0 ? 1.0 / sqrt(var + a.eps) : 0.0;  // stock's InvStd: 0 for 0/0
   const float mean_f = static_cast<float>(mean), invstd_f = static_cast<float>(invstd);
   const float w = a.w ? Io<TP>::to(static_cast<const TP*>(a.w)[c]) : 1.0f;
   const float b = a.b ? Io<TP>::to(static_cast<const TP*>(a.b)[c]) : 0.0f;
