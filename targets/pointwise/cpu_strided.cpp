@@ -47,6 +47,9 @@
 #ifndef FORGE_P_UNROLL
 #define FORGE_P_UNROLL 2 /* independent vectors in flight in the contiguous loop: 1, 2, 4 */
 #endif
+#ifndef FORGE_P_STREAM
+#define FORGE_P_STREAM 0 /* 1: float32 rows written with non-temporal stores (no read for ownership) */
+#endif
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
 #include "../_common/pointwise_cpu_math.h"  // pw_k, pw_sel, pw_exp, ... on vf
@@ -64,6 +67,30 @@ inline vf pw_apply(vf a, vf b, const PwScalars& s) {
 #endif
 }
 
+// A full vector of fp32 to an address aligned to its size, bypassing the
+// caches: the line is not read first (a plain store reads it for ownership),
+// so a large output costs one pass over memory instead of two. Weakly
+// ordered: pw_run fences before it returns.
+inline void store_stream(float* p, vf v) {
+#if FORGE_AVX512
+  _mm512_stream_ps(p, (__m512)v);
+#elif FORGE_AVX2
+  _mm256_stream_ps(p, (__m256)v);
+#else
+  _mm_stream_ps(p, (__m128)v);
+#endif
+}
+
+// Elements [j0, j1) of one row as partial vectors (the tail; the head before
+// a streamed row's first aligned vector).
+template <bool CA, bool CB, class TY, class TA, class TB>
+void row_part(TY* y, const TA* a, const TB* b, vf ca, vf cb, int64_t j, int64_t m, const PwScalars& s) {
+  vf va = ca, vb = cb;
+  if constexpr (!CA) va = load_part(a + j, m, a[0]);
+  if constexpr (!CB) vb = load_part(b + j, m, b[0]);
+  store_part(y + j, pw_apply(va, vb, s), m);
+}
+
 // One row of n elements where y steps by 1; a and b step by 1 (CA/CB false)
 // or stay constant (true: ca / cb hold the value in every lane).
 template <bool CA, bool CB, class TY, class TA, class TB>
@@ -71,18 +98,29 @@ void row_lanes(TY* y, const TA* a, const TB* b, vf ca, vf cb, int64_t n, const P
   auto la = [&](int64_t j) { if constexpr (CA) return ca; else return load(a + j); };
   auto lb = [&](int64_t j) { if constexpr (CB) return cb; else return load(b + j); };
   int64_t j = 0;
+  if constexpr (FORGE_P_STREAM && sizeof(TY) == 4) {
+    // Up to the first address aligned to a whole vector, then streamed vectors.
+    const int64_t head = static_cast<int64_t>((W - (reinterpret_cast<uintptr_t>(y) / 4) % W) % W);
+    if (head > 0 && head < n && reinterpret_cast<uintptr_t>(y) % 4 == 0) {
+      row_part<CA, CB>(y, a, b, ca, cb, 0, head, s);
+      j = head;
+    }
+    if (reinterpret_cast<uintptr_t>(y + j) % (W * 4) == 0) {
+      for (; j + U * W <= n; j += U * W) {
+        vf r[U];
+        for (int u = 0; u < U; ++u) r[u] = pw_apply(la(j + u * W), lb(j + u * W), s);
+        for (int u = 0; u < U; ++u) store_stream(reinterpret_cast<float*>(y + j + u * W), r[u]);
+      }
+      for (; j + W <= n; j += W) store_stream(reinterpret_cast<float*>(y + j), pw_apply(la(j), lb(j), s));
+    }
+  }
   for (; j + U * W <= n; j += U * W) {
     vf r[U];
     for (int u = 0; u < U; ++u) r[u] = pw_apply(la(j + u * W), lb(j + u * W), s);
     for (int u = 0; u < U; ++u) store(y + j + u * W, r[u]);
   }
   for (; j + W <= n; j += W) store(y + j, pw_apply(la(j), lb(j), s));
-  if (j < n) {
-    vf va = ca, vb = cb;
-    if constexpr (!CA) va = load_part(a + j, n - j, a[0]);
-    if constexpr (!CB) vb = load_part(b + j, n - j, b[0]);
-    store_part(y + j, pw_apply(va, vb, s), n - j);
-  }
+  if (j < n) row_part<CA, CB>(y, a, b, ca, cb, j, n - j, s);
 }
 
 // One row with any strides: W elements gathered, computed, scattered.
@@ -146,6 +184,7 @@ __attribute__((noinline)) int pw_run(const PwArgs& a) {
       ob -= B.strides[d] * a.sizes[d];
     }
   }
+  if constexpr (FORGE_P_STREAM) _mm_sfence();  // the streamed stores are visible before the call returns
   return 0;
 }
 
