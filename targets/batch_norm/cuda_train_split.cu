@@ -23,6 +23,11 @@
  * of one float dtype, parameters and statistics C contiguous elements); the
  * workspace at least forge_workspace_bytes. A launch failure returns 1.
  *
+ * Status: not in strategies.yaml. On the H100 (80f8b36) it was rejected on
+ * every quick case: float32 outputs 1.5-1.8e-5 off stock where they cancel
+ * (stock's CUDA arithmetic is not this one), and a channel of -inf gives
+ * save_mean -inf where stock's Welford merge gives NaN.
+ *
  * Why it is fast: the stock kernel reduces a channel in one block (a grid of
  * C blocks: 64 channels use 64 of 132 SMs); here S blocks per channel keep
  * every SM busy, and the statistics and the affine pass read x with
