@@ -40,6 +40,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench", "templates"))
+from template_text import source_text as template_source  # noqa: E402  (a template as forge loads it)
 RATIOS = [1.728, 1.44, 1.2, 1.0, 1.01]
 
 MODEL = """import torch
@@ -107,30 +109,17 @@ print(float(y.float().sum()))
 
 
 def library_kernel():
-    """The rows_3pass template with its params and its shared entry inlined, as forge instantiates it."""
-    common = os.path.join(ROOT, "targets", "_common")
-    seen = set()
-
-    def inline(text):
-        def one(m):
-            if m.group(1) in seen:
-                return ""
-            seen.add(m.group(1))
-            return inline(open(os.path.join(common, m.group(1))).read()) + "\n"
-        return re.sub(r'#include "\.\./_common/([\w.]+)".*\n', one, text)
-
-    src = inline(open(os.path.join(ROOT, "targets", "softmax", "cpu_rows_3pass.cpp")).read())
-    return "#define FORGE_P_ISA 0\n#define FORGE_P_UNROLL 4\n" + src
+    """The rows_3pass template with its params and its shared blocks inlined, as forge instantiates it."""
+    return ("#define FORGE_P_ISA 0\n#define FORGE_P_UNROLL 4\n" +
+            template_source(os.path.join(ROOT, "targets", "softmax", "cpu_rows_3pass.cpp")))
 
 
 def cuda_kernel(k, template, params):
     """A library instance as forge compiles it: its params as FORGE_P_ defines, shared blocks inlined."""
-    sys.path.insert(0, os.path.join(ROOT, "bench", "templates"))
-    from template_text import source_text
     defines = "".join(f"#define FORGE_P_{name} {value}\n" for name, value in params.items())
     label = " ".join(f"{n}={v}" for n, v in params.items())
     return (f"// scripted kernel k{k}: {template} {label}\n" + defines +
-            source_text(os.path.join(ROOT, "targets", template)))
+            template_source(os.path.join(ROOT, "targets", template)))
 
 
 def scripted_kernel(ratio):
