@@ -167,8 +167,15 @@ def trial(forge, k, load, shape, device, op):
     for b in burners:
         b.start()
     t0 = time.time()
+    # The build's progress goes to a log beside the results, so a trial cut off by a
+    # time limit still says where its time went.
+    log_dir = os.environ.get("OUT") or tempfile.gettempdir()
+    log = os.path.join(log_dir, f"scripted_{op if device == 'cuda' else 'cpu'}_trial{k}.log")
     try:
-        p = subprocess.run([forge, "--json", "build"], cwd=d, capture_output=True, text=True, timeout=3000)
+        with open(log, "w") as err:
+            p = subprocess.run([forge, "--json", "build"], cwd=d, stdout=subprocess.PIPE, stderr=err, text=True,
+                               timeout=3000, env=dict(os.environ, FORGE_PROGRESS="lines"))
+        p.stderr = open(log).read()
     finally:
         for b in burners:
             b.terminate()

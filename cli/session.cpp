@@ -12,7 +12,8 @@ std::unique_ptr<Session> open_session(const Invocation& inv, Access access,
   auto s = std::make_unique<Session>();
   std::filesystem::path path = inv.dir / "forge.yaml";
   s->manifest = load_manifest(path);
-  s->progress = std::make_unique<Progress>(Progress::stderr_is_terminal());
+  s->progress = std::make_unique<Progress>(Progress::stderr_is_terminal(),
+                                           Progress::lines_requested());
   Progress* progress = s->progress.get();
   s->store = store::open_local_store(s->manifest.store,
                                      [progress](const std::string& m) { progress->warn(m); });

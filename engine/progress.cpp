@@ -3,10 +3,16 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace forge {
 
 bool Progress::stderr_is_terminal() { return ::isatty(2) == 1; }
+
+bool Progress::lines_requested() {
+  const char* v = std::getenv("FORGE_PROGRESS");
+  return v && std::string(v) == "lines";
+}
 
 void Progress::add_total(int n) {
   std::lock_guard lock(m_mutex);
@@ -40,6 +46,12 @@ void Progress::finish() {
 
 void Progress::draw(const std::string& text) {
   if (!m_enabled) return;
+  if (m_lines) {
+    const std::chrono::duration<double> t = std::chrono::steady_clock::now() - m_start;
+    std::fprintf(stderr, "%8.1f s %s\n", t.count(), text.c_str());
+    std::fflush(stderr);
+    return;
+  }
   std::fprintf(stderr, "\r\x1b[K%s", text.c_str());
   std::fflush(stderr);
   m_line_open = true;

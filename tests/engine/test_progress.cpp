@@ -49,5 +49,20 @@ TEST_CASE("quiet when not a terminal, but warnings always print") {
   CHECK(out == "forge: warning: store is read-only\n");
 }
 
+TEST_CASE("FORGE_PROGRESS=lines: one line per step with the seconds since the start") {
+  std::string out = capture_stderr([] {
+    Progress p(false, true);
+    p.add_total(2);
+    p.started("compile", "cnn/_softmax #1");
+    p.finished();
+    p.started("verify", "cnn/_softmax #1");
+    p.finish();
+  });
+  CHECK(out.find('\r') == std::string::npos);
+  CHECK(out.find(" s [1/2] compile cnn/_softmax #1\n") != std::string::npos);
+  CHECK(out.find(" s [2/2] verify cnn/_softmax #1\n") != std::string::npos);
+  CHECK(out.rfind("     0.0 s ", 0) == 0);
+}
+
 TEST_SUITE_END();
 }  // namespace forge
