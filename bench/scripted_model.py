@@ -180,14 +180,16 @@ def trial(forge, k, load, shape, device, op):
         for b in burners:
             b.terminate()
     wall = time.time() - t0
-    if p.returncode != 0:
-        try:
-            notes = json.loads(p.stdout).get("notes")
-        except ValueError:
-            notes = p.stdout[-2000:]
+    # A build that exits nonzero (a step failed, e.g. the end-to-end check)
+    # still reports what it searched: the trial is read from the store then.
+    try:
+        rep = json.loads(p.stdout)
+    except ValueError:
+        rep = {}
+    if not rep.get("targets"):
         shutil.rmtree(d, ignore_errors=True)
-        return {"trial": k, "error": p.stderr[-2000:] or json.dumps(notes)[-2000:], "wall_s": wall}
-    rep = json.loads(p.stdout)
+        return {"trial": k, "error": json.dumps(rep.get("notes")) if rep else p.stdout[-2000:],
+                "log_tail": p.stderr[-1000:], "wall_s": wall, "rc": p.returncode}
     t = rep["targets"][0]
     evals = evaluations(d)
     measured = [e["ratio"] for e in evals if e["verdict"] == "accepted" and e["ratio"] is not None]
@@ -196,7 +198,8 @@ def trial(forge, k, load, shape, device, op):
     shipped_text = source_text(d, t.get("best_source"))
     shipped_kernel = kernel_of(shipped_text)
     shipped_us = [e["candidate_us"] for e in timed if e["kernel"] == shipped_kernel and shipped_kernel]
-    out = {"trial": k, "wall_s": wall, "iterations": t.get("iterations"), "outcomes": t.get("outcomes"),
+    out = {"trial": k, "wall_s": wall, "rc": p.returncode, "notes": rep.get("notes"),
+           "iterations": t.get("iterations"), "outcomes": t.get("outcomes"),
            "shipped_iteration": t.get("best_iteration"), "best_speedup_eager": t.get("best_speedup_eager"),
            "best_strategy": t.get("best_strategy"),
            # Which kernel of the sequence each is, read from its own source.
@@ -341,6 +344,8 @@ def print_cuda(rows, path):
         ok += r["shipped_kernel"] is not None and r["shipped_kernel"] == r["fastest_measured_kernel"]
         print(f"{r['trial']:5d} {r['shipped_kernel']!s:>8} {r['shipped_us'] or 0:8.1f} {r['fastest_measured_kernel']!s:>17} "
               f"{r['fastest_measured_us'] or 0:8.1f} {won:>6}/{len(r['races']):<7} {r['wall_s']:7.0f}")
+        if r.get("rc"):
+            print(f"      the build exited {r['rc']}: {json.dumps(r.get('notes'))[-400:]}")
     print(f"the fastest measured kernel shipped in {ok} of {len(rows)} trials; written {path}")
 
 

@@ -195,6 +195,8 @@ std::vector<at::Tensor> call_reference64(const OpSpec& spec, const std::vector<c
   try {
     at::AutoDispatchBelowADInplaceOrView below_autograd;  // as call_stock: the backend kernel
     spec.op->callBoxed(&stack);
+  } catch (const c10::OutOfMemoryError&) {
+    throw;  // not a refusal of float64: evaluate.cpp plans again with less
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);

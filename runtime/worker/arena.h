@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 namespace forge::worker {
 
@@ -38,6 +40,12 @@ class Arena {
   int64_t m_used = 0;
   int64_t m_peak = 0;
   int64_t m_live = 0;
+};
+
+// The device could not give the arena its capacity (the evaluation is
+// planned again with less).
+struct ArenaAllocationFailed : std::runtime_error {
+  explicit ArenaAllocationFailed(const std::string& what) : std::runtime_error(what) {}
 };
 
 // A sparse memory file of `capacity` bytes (pages exist once written).

@@ -214,6 +214,16 @@ MemoryNeeds memory_needs(const OpSpec& spec) {
     // No meta kernel: the outputs are taken to be as large as the inputs.
   }
   n.float64_bytes = 8 * (in_elems + out_elems);
+  // The guards of the arena's buffers: the workspace, the tensor inputs and
+  // two outputs, each guarded on both sides, in at most two sets at once; an
+  // edge case's guard grows with its largest buffer (make_case), to 256 MiB.
+  int64_t largest = 0, buffers = 3;
+  for (const auto& a : spec.args)
+    if (a.kind == ArgKind::Tensor) {
+      largest = std::max(largest, extent_bytes(a.sizes, a.strides, static_cast<int64_t>(c10::elementSize(a.dtype))));
+      ++buffers;
+    }
+  n.guard_bytes = 4 * buffers * std::min<int64_t>(largest + kGuardBytes, int64_t(256) << 20);
   return n;
 }
 

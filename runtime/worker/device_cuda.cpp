@@ -206,7 +206,7 @@ class CudaArena final : public Arena {
     cudaError_t e = cudaMalloc(&p, static_cast<size_t>(capacity));
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      throw std::runtime_error("cudaMalloc of a " + std::to_string(capacity >> 20) + " MiB exchange arena: " +
+      throw ArenaAllocationFailed("cudaMalloc of a " + std::to_string(capacity >> 20) + " MiB exchange arena: " +
                                err_text(e));
     }
     check(cudaIpcGetMemHandle(&m_handle, p), "cudaIpcGetMemHandle");

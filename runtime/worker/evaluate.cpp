@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -211,39 +212,39 @@ class TorchEvaluator final : public Evaluator {
   }
 
   // The CPU arena is sparse: a large capacity costs only the pages written.
-  // A CUDA arena is memory held: the candidate-visible buffers of the memory
-  // plan (memory_plan.h) at their peak, the guards of a sweep case's buffers,
-  // and slack; grown on a retry, never past the plan's limit.
+  // A CUDA arena is memory held: the memory plan's candidate-visible part
+  // (memory_plan.h), grown on a retry, never past the plan's limit.
   static int64_t arena_capacity(const OpSpec& spec, const MemoryPlan& mem, int attempt) {
     if (!spec.cuda) return int64_t(64) << 30;
-    int64_t largest = 0, buffers = 1;  // the workspace
-    for (const auto& a : spec.args)
-      if (a.kind == ArgKind::Tensor) {
-        int64_t n = static_cast<int64_t>(c10::elementSize(a.dtype));
-        for (int64_t s : a.sizes) n *= s;
-        largest = std::max(largest, n);
-        ++buffers;
-      }
-    buffers += 2;  // outputs
-    const int64_t guard = std::min<int64_t>(largest + kGuardBytes, int64_t(256) << 20);
-    const double sets = std::max(2.0 * mem.sweep_growth, static_cast<double>(mem.bench_copies + 1));
-    const int64_t guess = static_cast<int64_t>(sets * static_cast<double>(mem.io_bytes)) + 4 * buffers * guard +
-                          (int64_t(1) << 30);
-    return std::min(guess << attempt, std::max(mem.limit_bytes, guess));
+    return std::min(mem.arena_bytes << attempt, std::max(mem.limit_bytes, mem.arena_bytes));
   }
 
+  // An arena too small is grown; a device that runs out of memory anyway
+  // (another process took some, or the plan's model fell short) gets the
+  // evaluation again, planned for 60% of the free memory, then 36%.
   Outcome evaluate_impl(const json& req) {
-    for (int attempt = 0;; ++attempt) {
+    int attempt = 0, squeeze = 0;
+    for (;;) {
       try {
-        return evaluate_once(req, attempt);
+        return evaluate_once(req, attempt, squeeze);
       } catch (const ArenaFull& e) {
         if (attempt >= 3) throw RequestError(e.what());
+        ++attempt;
         std::fprintf(stderr, "forge_worker: %s; retrying with a larger arena\n", e.what());
+      } catch (const c10::OutOfMemoryError& e) {
+        if (squeeze >= 2) throw RequestError("out of device memory after planning for 36% of the free memory: " +
+                                             one_line(e.what_without_backtrace()));
+        ++squeeze;
+        std::fprintf(stderr, "forge_worker: out of device memory; planning again with less\n");
+      } catch (const ArenaAllocationFailed& e) {
+        if (squeeze >= 2) throw RequestError(e.what());
+        ++squeeze;
+        std::fprintf(stderr, "forge_worker: %s; planning again with less\n", e.what());
       }
     }
   }
 
-  Outcome evaluate_once(const json& req, int attempt) {
+  Outcome evaluate_once(const json& req, int attempt, int squeeze) {
     auto t_start = std::chrono::steady_clock::now();
     json id = req.contains("id") ? req["id"] : json();
     if (!req.contains("candidate") || !req["candidate"].is_string()) throw RequestError("\"candidate\" must be a path");
@@ -299,12 +300,16 @@ class TorchEvaluator final : public Evaluator {
     // memory now; a call too large to verify here is refused before anything
     // is allocated.
     MemoryNeeds needs = memory_needs(spec);
-    needs.free_bytes = dev.free_bytes();
+    needs.free_bytes = static_cast<int64_t>(static_cast<double>(dev.free_bytes()) * std::pow(0.6, squeeze));
     const MemoryPlan mem = plan_memory(needs);
     if (!mem.refused.empty()) throw RequestError("not enough memory to evaluate " + spec.name + ": " + mem.refused);
+    if (squeeze > 0)
+      notes.push_back("memory: ran out of device memory; planned again for " +
+                      std::to_string(squeeze == 1 ? 60 : 36) + "% of the free memory");
     for (const auto& n : mem.notes) notes.push_back(n);
     memory = {{"io_bytes", mem.io_bytes}, {"limit_bytes", mem.limit_bytes}, {"planned_bytes", mem.need_bytes},
-              {"free_bytes", needs.free_bytes}, {"bench_copies", mem.bench_copies}};
+              {"free_bytes", needs.free_bytes}, {"bench_copies", mem.bench_copies},
+              {"arena_planned_bytes", mem.arena_bytes}};
 
     std::vector<CasePlan> plans = plan_cases(spec, samples, family, seed, notes, mem.sweep_growth);
     if (plans.empty()) throw RequestError("no verification cases: no samples and no family.verify.ranges");

@@ -18,17 +18,23 @@ MemoryPlan plan_memory(const MemoryNeeds& n) {
   p.io_bytes = n.input_bytes + n.output_bytes;
   const int64_t io = p.io_bytes;
   const double f64 = io > 0 ? static_cast<double>(n.float64_bytes) / static_cast<double>(io) : 2.0;
+  const int64_t fixed = n.guard_bytes + kSlack;
   const int64_t free_limit =
       n.free_bytes > 0 ? static_cast<int64_t>(kFreeShare * static_cast<double>(n.free_bytes)) : INT64_MAX;
-  // In multiples of a call's bytes, at the chosen protocol.
-  auto verify_x = [&]() { return (p.moved_large ? 4.0 : 3.0) + (p.float64_large ? f64 : 0.0); };
-  auto bench_x = [&]() { return 3.0 + p.bench_copies; };
-  auto need_at = [&](double growth) {
-    return static_cast<int64_t>(std::max(verify_x() * growth, bench_x()) * static_cast<double>(io)) + kSlack;
+  // In multiples of the captured call's bytes, at the chosen protocol, for a
+  // sweep whose largest case is `growth` times the captured call. Cases under
+  // half the captured bytes always get run 4 and the float64 reference.
+  auto verify_arena = [&](double growth) { return std::max(growth * (p.moved_large ? 2.0 : 1.0), 1.0); };
+  auto verify_judge = [&](double growth) { return 2.0 * growth + f64 * (p.float64_large ? growth : 0.5); };
+  auto bench_arena = [&]() { return 1.0 + p.bench_copies; };
+  auto units = [&](double growth) {
+    return std::max(verify_arena(growth) + verify_judge(growth), bench_arena() + 2.0);
   };
-  auto fits = [&](double growth) {
-    return need_at(growth) <= std::min(free_limit, static_cast<int64_t>(kMultiple * growth * io) + kSlack);
+  auto need_at = [&](double growth) { return static_cast<int64_t>(units(growth) * static_cast<double>(io)) + fixed; };
+  auto limit_at = [&](double growth) {
+    return std::min(free_limit, static_cast<int64_t>(kMultiple * growth * static_cast<double>(io)) + fixed);
   };
+  auto fits = [&](double growth) { return need_at(growth) <= limit_at(growth); };
   if (!fits(1.0)) {
     p.bench_copies = 1;
     p.notes.push_back("memory: one timed copy instead of three");
@@ -36,25 +42,35 @@ MemoryPlan plan_memory(const MemoryNeeds& n) {
   if (!fits(1.0)) {
     p.float64_large = false;
     p.moved_large = false;
-    p.notes.push_back("memory: no float64 reference and no run at other addresses at the captured size");
+    p.notes.push_back("memory: no float64 reference and no run at other addresses from half the captured size");
   }
   // The size sweep's largest case, up to 4x the captured call, as far as the
   // free memory allows; the stated multiple applies to that largest case.
   p.sweep_growth = 4.0;
   if (io > 0 && free_limit != INT64_MAX) {
-    const double room = static_cast<double>(free_limit - kSlack) / (verify_x() * static_cast<double>(io));
-    p.sweep_growth = std::clamp(room, 1.0, 4.0);
+    double lo = 1.0, hi = 4.0;
+    if (fits(hi)) {
+      lo = hi;
+    } else {
+      for (int i = 0; i < 40; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        (fits(mid) ? lo : hi) = mid;
+      }
+    }
+    p.sweep_growth = lo;
   }
   if (p.sweep_growth < 4.0) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "memory: the size sweep stops at %.2fx the captured call's bytes", p.sweep_growth);
     p.notes.push_back(buf);
   }
-  p.limit_bytes = std::min(free_limit, static_cast<int64_t>(kMultiple * p.sweep_growth * io) + kSlack);
+  p.limit_bytes = limit_at(p.sweep_growth);
   p.need_bytes = need_at(p.sweep_growth);
+  p.arena_bytes = static_cast<int64_t>(std::max(verify_arena(p.sweep_growth), bench_arena()) *
+                                       static_cast<double>(io)) + n.guard_bytes + (int64_t(1) << 30);
   if (p.need_bytes > p.limit_bytes)
     p.refused = "the call moves " + gigabytes(io) + " (inputs and outputs); verifying it needs at least " +
-                gigabytes(need_at(1.0)) + " and " + gigabytes(std::min(free_limit, kMultiple * io + kSlack)) +
+                gigabytes(need_at(1.0)) + " and " + gigabytes(limit_at(1.0)) +
                 (n.free_bytes > 0 ? " can be held (" + gigabytes(n.free_bytes) + " free on the device)"
                                   : " can be held");
   return p;

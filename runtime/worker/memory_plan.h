@@ -2,18 +2,22 @@
 // it (docs/WORKER.md, "Memory"). Torch-free: forge's unit tests check it.
 //
 // An evaluation holds at most kMultiple times the bytes (inputs plus outputs)
-// of the largest call it verifies, plus kSlack, and never more than
-// kFreeShare of the memory free on its device when it starts. The largest
-// call is the size sweep's top, 4x the captured call where memory allows
-// (the package accepts calls up to what was verified). In multiples of a
-// call's bytes, the full protocol holds: verification 4 plus the float64
-// reference's share (the case, its copy at other addresses, the stock
-// reference and its inputs, the snapshots); the benchmark 3 plus its
-// rotating copies. When the captured call does not fit, the evaluation gives
-// up, in order: the rotating copies (one is left), then the float64
-// reference and the run at other addresses for calls of the captured size
-// and larger; the sweep stops below 4x where free memory ends; and when even
-// the captured call's verification does not fit, it is refused.
+// of the largest call it verifies, plus its guards and kSlack, and never more
+// than kFreeShare of the memory free on its device when it starts. The
+// largest call is the size sweep's top, 4x the captured call where memory
+// allows (the package accepts calls up to what was verified).
+//
+// What the protocol holds, in multiples of a case's bytes (verify.cpp,
+// benchmark.cpp): in the exchange arena, the case itself and, for run 4, its
+// copy at other addresses; in the judge's memory, the stock reference with
+// its inputs' clone, then the snapshots (at most 2: outputs twice plus
+// inputs once), plus the float64 reference's share. The benchmark holds
+// 1 + its rotating copies in the arena and 2 in the judge. When the captured
+// call does not fit, the evaluation gives up, in order: the rotating copies
+// (one is left), then the float64 reference and run 4 for cases of at least
+// half the captured call's bytes; the sweep stops below 4x where free memory
+// ends; and when even the captured call's verification does not fit, it is
+// refused. The CUDA arena is sized from the same model (arena_bytes).
 #pragma once
 
 #include <cstdint>
@@ -31,21 +35,27 @@ struct MemoryNeeds {
   int64_t output_bytes = 0;  // its outputs, as the stock kernel returns them
   int64_t float64_bytes = 0; // its inputs and outputs in float64 (the accuracy reference)
   int64_t free_bytes = 0;    // free on the device (host: MemAvailable); 0: unknown
+  int64_t guard_bytes = 0;   // the guards around the arena's buffers at their largest
 };
 
 struct MemoryPlan {
   int64_t io_bytes = 0;       // inputs + outputs
   int64_t limit_bytes = 0;    // what the evaluation may hold
   int64_t need_bytes = 0;     // what the chosen protocol holds at its peak (the model above)
+  int64_t arena_bytes = 0;    // its candidate-visible part: the exchange arena's capacity
   int bench_copies = 3;       // rotating copies of the timed call's buffers
-  bool float64_large = true;  // float64 reference for calls of the captured size and larger
-  bool moved_large = true;    // run 4 (other addresses) for calls of the captured size and larger
+  bool float64_large = true;  // float64 reference for cases of at least half the captured call's bytes
+  bool moved_large = true;    // run 4 (other addresses) for cases of at least half the captured call's bytes
   double sweep_growth = 4;    // the size sweep's largest case, in multiples of the captured call's bytes
   std::string refused;        // non-empty: the evaluation cannot run here, and why
   std::vector<std::string> notes;
 };
 
 MemoryPlan plan_memory(const MemoryNeeds& needs);
+
+// Whether a case of `case_bytes` is "large" for the plan: the float64
+// reference and run 4 are given up for it where the plan says so.
+inline bool large_case(int64_t case_bytes, const MemoryPlan& plan) { return 2 * case_bytes >= plan.io_bytes; }
 
 // Gigabytes, for messages ("12.9 GB").
 std::string gigabytes(int64_t bytes);

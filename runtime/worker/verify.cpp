@@ -162,6 +162,8 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
       c = make_case(j.spec, plan, j.samples, j.samples_dir, j.family, /*guarded=*/true);
       j.phases.enter("stock");
       ref = call_stock(j.spec, c.args, /*clone_inputs=*/true);
+    } catch (const c10::OutOfMemoryError&) {
+      throw;  // not a refusal of the case: evaluate.cpp plans again with less
     } catch (const c10::Error& e) {
       if (plan.kind != CasePlan::Edge) throw;
       // An edge size the op itself refuses (another argument shares the dim).
@@ -173,12 +175,12 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
       continue;
     }
     if (auto problem = abi_problem_of_outputs(ref); !problem.empty()) return Failure{"abi_mismatch", problem};
-    // A call as large as the captured one or larger, where the memory plan
-    // gave up the float64 reference and the run at other addresses.
+    // A case of at least half the captured call's bytes, where the memory
+    // plan gave up the float64 reference and the run at other addresses.
     int64_t case_bytes = 0;
     for (const auto& b : c.buffers) case_bytes += tensor_bytes(b.t);
     for (const auto& t : ref) case_bytes += tensor_bytes(t);
-    const bool large = case_bytes >= j.memory.io_bytes;
+    const bool large = large_case(case_bytes, j.memory);
     const bool float64 = !large || j.memory.float64_large;
     const bool moved_run = !large || j.memory.moved_large;
     j.phases.enter("float64");
@@ -209,9 +211,11 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
     }
     if (auto f = check_guards(a, c, on)) return f;
     if (auto f = check_inputs(a, in_before, on)) return f;
+    in_before.clear();  // the judge holds at most two snapshots (memory_plan.h)
     if (auto f = check_aliasing(a, on)) return f;
     CompareStats cs;
     if (auto f = check_results(j, a, ref, ref64, on, cs, &accuracy)) return f;
+    ref64.clear();
     std::vector<at::Tensor> s1 = snapshot(a.outputs);
     if (auto d = outputs_differ(a, s1))
       return Failure{"side_stream", "outputs changed after the call returned: " + *d + " " + on +
@@ -238,6 +242,9 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
     // at another address, so the cache's key is still this address: the
     // check does not depend on where later buffers happen to land.)
     {
+      // Run 4 binds by the reference's shapes; without it, its memory goes
+      // back before the second reference is made (memory_plan.h).
+      if (!moved_run) ref.clear();
       j.phases.enter("case");
       refill_in_place(c, j.family, plan.seed ^ 0x9E3779B97F4A7C15ull);
       j.phases.enter("stock");

@@ -4,6 +4,8 @@
 // sweep held to what is left.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "runtime/worker/case_plan.h"
 #include "runtime/worker/memory_plan.h"
 
@@ -39,6 +41,25 @@ TEST_CASE("KernelBench's softmax (4096 x 393216 fp32) on an H200 fits, its sweep
   CHECK(p.limit_bytes <= static_cast<int64_t>(kFreeShare * 140 * GB));
   CHECK(p.sweep_growth > 1.0);
   CHECK(p.sweep_growth < 2.0);
+}
+
+TEST_CASE("KernelBench's relu (6.4 GB in, 6.4 GB out) on an 80 GB H100: the arena and the judge fit together") {
+  const int64_t bytes = int64_t(4096) * 393216 * 4;
+  MemoryNeeds n = fp32_call(bytes, bytes, 84 * GB);
+  n.guard_bytes = 4 * 4 * (int64_t(256) << 20);
+  MemoryPlan p = plan_memory(n);
+  REQUIRE(p.refused.empty());
+  CHECK_FALSE(p.moved_large);
+  CHECK_FALSE(p.float64_large);
+  CHECK(p.bench_copies == 1);
+  CHECK(p.sweep_growth >= 1.0);
+  CHECK(p.need_bytes <= p.limit_bytes);
+  CHECK(p.limit_bytes <= static_cast<int64_t>(kFreeShare * 84 * GB));
+  // Without run 4 the arena holds one case (or the benchmark's two sets), not
+  // two cases at the sweep's top; the judge's part (two case sizes) is left.
+  const double io = static_cast<double>(p.io_bytes);
+  CHECK(p.arena_bytes <= static_cast<int64_t>(std::max(p.sweep_growth, 2.0) * io) + n.guard_bytes + (int64_t(1) << 30));
+  CHECK(p.arena_bytes + static_cast<int64_t>(2.0 * p.sweep_growth * io) <= p.need_bytes);
 }
 
 TEST_CASE("a call too large for all copies gives them up, then the float64 reference, then is refused") {
