@@ -55,6 +55,10 @@ def build_args(req, device):
             if entry and entry.get("file"):
                 raw = open(entry["file"], "rb").read()
                 flat = torch.frombuffer(bytearray(raw), dtype=dtype)[:n].clone()
+                # A large input's sample holds its leading blocks only
+                # (runtime/common/sample_part.h): tiled over the tensor, as the worker does.
+                if 0 < flat.numel() < n:
+                    flat = flat.repeat((n + flat.numel() - 1) // flat.numel())[:n]
             elif dtype.is_floating_point:
                 flat = torch.randn(n, generator=gen).to(dtype)
             else:

@@ -43,6 +43,37 @@ TEST_CASE("the compile baseline times an op whose captured arguments include a k
   CHECK(out["eager_us"]["median"].get<double>() > 0);
 }
 
+TEST_CASE("the compile baseline reads a large input's partial sample, tiled as the worker tiles it") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
+  test::TempDir dir;
+  // The capture stored 2 of the tensor's 64 rows (runtime/common/sample_part.h).
+  std::string raw;
+  for (int i = 0; i < 2 * 8; ++i) {
+    const float v = 0.25f * static_cast<float>(i) - 1.0f;
+    raw.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  test::write_text(dir / "x.bin", raw);
+  json req = {{"op", "aten::_softmax"},
+              {"overload", ""},
+              {"args", {{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {64, 8}},
+                         {"strides", {8, 1}}, {"device", "cpu"}},
+                        {{"type", "int"}, {"value", -1}},
+                        {{"type", "bool"}, {"value", false}}}},
+              {"samples", {{{"inputs", {{{"file", (dir / "x.bin").string()}}, json(nullptr), json(nullptr)}}}}},
+              {"modes", {"default"}},
+              {"bench", {{"warmup", 1}, {"reps", 3}, {"min_seconds", 0}}}};
+  test::write_text(dir / "req.json", req.dump());
+  const std::string cmd = "'" + (repo / ".venv" / "bin" / "python").string() + "' '" +
+                          (repo / "runtime" / "compile_bench" / "forge_compile_bench.py").string() +
+                          "' '" + (dir / "req.json").string() + "' > '" + (dir / "out.json").string() +
+                          "' 2> '" + (dir / "err.txt").string() + "'";
+  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, test::read_text(dir / "err.txt"));
+  json out = json::parse(test::read_text(dir / "out.json"));
+  CHECK_MESSAGE(out["ok"] == true, out.dump());
+  CHECK(out["compile_us"]["median"].get<double>() > 0);
+}
+
 TEST_SUITE_END();
 
 }  // namespace forge
