@@ -117,6 +117,8 @@ void print_chains(const json& chains) {
     if (const json mod = c.value("module", json()); mod.is_string())
       std::printf("%-12s %6s %7s %10s  in %s%s\n", "", "", "", "", mod.get<std::string>().c_str(),
                   c.value("whole_forward", false) ? " (its whole forward)" : "");
+    if (const json id = c.value("id", json()); id.is_string())
+      std::printf("%-12s %6s %7s %10s  target %s\n", "", "", "", "", id.get<std::string>().c_str());
   }
   if (const json why = chains[0].value("why", json()); why.is_string())
     std::printf("  %s\n", why.get<std::string>().c_str());

@@ -44,6 +44,9 @@ struct BuildContext {
   std::map<std::string, nlohmann::json> models;  // per model summary for reports
   // Chains of ops worth fusing, every model's (rules/capture/chains.h, chain_json).
   nlohmann::json chains = nlohmann::json::array();
+  // Each chain that can be a target, as one (rules/capture/chain_target.h):
+  // `forge try` verifies kernels for them; the search does not propose yet.
+  std::vector<Target> chain_targets;
   std::vector<StepRecord> dry_steps;  // in dry mode: every step looked up, explained
   bool failed = false;                // some step failed (exit code 1)
   bool stopped = false;               // interrupted (util/interrupt.h): the rest only reported

@@ -72,6 +72,9 @@ struct Target {
   nlohmann::json args;    // the capture's argument records
   nlohmann::json outputs; // the capture's records of what the op returned
   nlohmann::json sample_inputs;  // [[{digest, dtype, sizes, strides}...], ...]
+  // A chain target's definition (rules/capture/chain_target.h), which the
+  // worker registers as the op forge_chain::<...>; null for one ATen op.
+  nlohmann::json chain;
   Selection selection = Selection::Selected;
   std::string why;  // why it is not searched, in words; "" when selected
   // Filled by later stages (null in JSON until measured).

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "rules/capture/ceiling.h"
+#include "rules/capture/chain_target.h"
 #include "rules/capture/chains.h"
 #include "rules/capture/model_command.h"
 #include "rules/capture/runtime_build.h"
@@ -306,7 +307,18 @@ void CaptureRule::apply(BuildContext& ctx) {
                           {"selected", static_cast<int>(chosen.size())},
                           {"not_selected", reasons},
                           {"copy_ceiling_gbps", ceiling ? json(*ceiling / 1e9) : json(nullptr)}};
-    for (const Chain& c : find_chains(rec, ctx.device.backend)) ctx.chains.push_back(chain_json(c, m.name, op_time));
+    for (const Chain& c : find_chains(rec, ctx.device.backend)) {
+      json cj = chain_json(c, m.name, op_time);
+      std::string why;
+      if (auto t = chain_target(m.name, rec, c, &why)) {
+        cj["id"] = t->id;
+        ctx.chain_targets.push_back(std::move(*t));
+      } else {
+        cj["id"] = nullptr;
+        cj["why"] = "not a target: " + why;
+      }
+      ctx.chains.push_back(std::move(cj));
+    }
     for (auto& t : chosen) ctx.targets.push_back(std::move(t));
     for (auto& t : left_out) ctx.not_selected.push_back(std::move(t));
   }

@@ -169,6 +169,7 @@ std::vector<json> evaluate_candidates(BuildContext& ctx, Executor& executor, con
       req.seed = settings.seed;
       req.bench = bench;
       req.timeout_seconds = timeout;
+      req.chain = target.chain;
       EvalResult r = executor.evaluate(req);
       if (r.verdict == "error") return failed_record(r.reason, r.detail);
       json out{{"status", "ok"},      {"verdict", r.verdict}, {"reason", r.reason},

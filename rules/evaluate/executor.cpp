@@ -16,6 +16,7 @@ json EvalRequest::to_json() const {
             {"seed", seed},
             {"bench", bench}};
   if (mode != "evaluate") r["mode"] = mode;
+  if (!chain.is_null()) r["chain"] = chain;
   return r;
 }
 

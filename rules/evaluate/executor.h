@@ -35,6 +35,8 @@ struct EvalRequest {
   double timeout_seconds = 60;  // for the whole request; then the worker is killed
   // "evaluate", or "race": first case only, then the benchmark (docs/WORKER.md).
   std::string mode = "evaluate";
+  // A chain target's definition (Target::chain): the worker registers its op.
+  nlohmann::json chain;
 
   // The worker's "evaluate" request (docs/WORKER.md), without "id".
   nlohmann::json to_json() const;

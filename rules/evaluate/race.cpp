@@ -62,6 +62,7 @@ std::optional<json> race_kernels(BuildContext& ctx, Executor& executor, const Ta
       req.bench = bench;
       req.timeout_seconds = eval_timeout::limit(settings.timeout_seconds, target.bytes);
       req.mode = "race";
+      req.chain = target.chain;
       EvalResult r = executor.evaluate(req);
       seconds += r.seconds;
       if (r.verdict == "error") return failed_record(r.reason, r.detail);

@@ -25,20 +25,6 @@ using detail::dtype_text;
 using detail::extent_bytes;
 using detail::fmt;
 
-// The c10::IValue of a non-tensor argument.
-c10::IValue scalar_ivalue(const ArgSpec& a) {
-  switch (a.kind) {
-    case ArgKind::None: return c10::IValue();
-    case ArgKind::Int: return c10::IValue(a.i);
-    case ArgKind::Float: return c10::IValue(a.f);
-    case ArgKind::Bool: return c10::IValue(a.i != 0);
-    case ArgKind::IntList: return c10::IValue(a.ints);
-    case ArgKind::Dtype: return c10::IValue(static_cast<c10::ScalarType>(a.i));
-    case ArgKind::Str: return c10::IValue(a.text);  // gelu's approximate
-    default: bad("argument " + a.name + " (" + a.type + ") cannot be rebuilt");
-  }
-}
-
 void fill_random(const at::Tensor& target, double lo, double hi, uint64_t seed, const Family& family, int arg) {
   if (!target.defined() || target.numel() == 0) return;
   at::Tensor t = distinct_view(target);

@@ -30,6 +30,7 @@
 #include <map>
 
 #include "candidate.h"
+#include "chain_op.h"
 #include "judge.h"
 
 namespace forge::worker {
@@ -249,6 +250,7 @@ class TorchEvaluator final : public Evaluator {
     json id = req.contains("id") ? req["id"] : json();
     if (!req.contains("candidate") || !req["candidate"].is_string()) throw RequestError("\"candidate\" must be a path");
     const std::string path = req["candidate"].get<std::string>();
+    if (req.contains("chain")) register_chain(req);  // a chain target: its stock reference is an op too
     OpSpec spec = parse_op(req, m_cuda != nullptr);
     const json family_json = req.contains("family") ? req["family"] : json();
     Family family = parse_family(family_json);

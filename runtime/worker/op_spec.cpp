@@ -154,6 +154,19 @@ void note_changed_inputs(OpSpec& spec, const c10::FunctionSchema& schema) {
 
 std::optional<c10::ScalarType> dtype_from_name(const std::string& name) { return parse_dtype(name); }
 
+c10::IValue scalar_ivalue(const ArgSpec& a) {
+  switch (a.kind) {
+    case ArgKind::None: return c10::IValue();
+    case ArgKind::Int: return c10::IValue(a.i);
+    case ArgKind::Float: return c10::IValue(a.f);
+    case ArgKind::Bool: return c10::IValue(a.i != 0);
+    case ArgKind::IntList: return c10::IValue(a.ints);
+    case ArgKind::Dtype: return c10::IValue(static_cast<c10::ScalarType>(a.i));
+    case ArgKind::Str: return c10::IValue(a.text);  // gelu's approximate
+    default: bad("argument " + a.name + " (" + a.type + ") cannot be rebuilt");
+  }
+}
+
 OpSpec parse_op(const json& req, bool cuda_available) {
   OpSpec spec;
   if (!req.contains("op") || !req["op"].is_string()) bad("\"op\" must be a string");

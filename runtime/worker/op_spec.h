@@ -57,6 +57,10 @@ struct OpSpec {
 // RequestError for a malformed request or an unknown op.
 OpSpec parse_op(const json& request, bool cuda_available);
 
+// The c10::IValue of a non-tensor argument (throws RequestError for a kind
+// that cannot be rebuilt).
+c10::IValue scalar_ivalue(const ArgSpec& a);
+
 // "float32" -> Float (the capture's dtype names); nullopt for an unknown name.
 std::optional<c10::ScalarType> dtype_from_name(const std::string& name);
 

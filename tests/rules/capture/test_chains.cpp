@@ -2,6 +2,7 @@
 // synthetic capture records: no torch.
 #include <doctest/doctest.h>
 
+#include "rules/capture/chain_target.h"
 #include "rules/capture/chains.h"
 
 namespace forge {
@@ -50,6 +51,52 @@ TEST_CASE("a run of ops whose every output feeds only the next is one chain, its
   json j = chain_json(chains[0], "m", 80);
   CHECK(j["share"].get<double>() == doctest::Approx(0.5));
   CHECK(j["searched"] == false);
+}
+
+TEST_CASE("a chain's target: inputs read from outside in reading order, each op's link to the one before") {
+  // exp -> mul(exp's out, y) -> add(x2, mul's out): y and x2 come from outside.
+  json two = entry("mul.Tensor", 2, 1);
+  two["args"] = {tensor(), tensor()};
+  json add = entry("add.Tensor", 2, 1);
+  add["args"] = {tensor(), tensor(), {{"type", "int"}, {"value", 1}}};
+  json first = entry("exp", 2, 1);
+  first["samples"] = {{{"inputs", {{{"digest", "d0"}}}}}, {{"inputs", {{{"digest", "d1"}}}}}};
+  two["samples"] = {{{"inputs", {nullptr, {{"digest", "y0"}}}}}};
+  add["samples"] = {{{"inputs", {{{"digest", "x0"}}, nullptr, nullptr}}}};
+  json rec = {{"entries", {first, two, add}},
+              {"flows", {flow(0, 1, 2, 0, 0), flow(1, 2, 2, 0, 1)}},
+              {"produced", {produced(0, 2), produced(1, 2), produced(2, 2)}}};
+  auto chains = find_chains(rec, "cpu");
+  REQUIRE(chains.size() == 1);
+  std::string why;
+  auto t = chain_target("m", rec, chains[0], &why);
+  REQUIRE_MESSAGE(t, why);
+  CHECK(t->id.rfind("m/chain/", 0) == 0);
+  CHECK(t->op.rfind("forge_chain::c_", 0) == 0);
+  REQUIRE(t->args.size() == 3);  // exp's input, mul's second, add's first
+  CHECK(t->args[0]["name"] == "op0_arg0");
+  const json& ops = t->chain["ops"];
+  REQUIRE(ops.size() == 3);
+  CHECK(ops[0]["op"] == "aten::exp");
+  CHECK(ops[1]["op"] == "aten::mul");
+  CHECK(ops[1]["overload"] == "Tensor");
+  CHECK(ops[0]["args"][0]["ref"] == json{{"input", 0}});
+  CHECK(ops[1]["args"][0]["ref"] == json{{"op", 0}, {"output", 0}});
+  CHECK(ops[1]["args"][1]["ref"] == json{{"input", 1}});
+  CHECK(ops[2]["args"][0]["ref"] == json{{"input", 2}});
+  CHECK(ops[2]["args"][1]["ref"] == json{{"op", 1}, {"output", 0}});
+  CHECK_FALSE(ops[2]["args"][2].contains("ref"));  // a constant stays as captured
+  CHECK(t->chain["inputs"] == 3);
+  CHECK(t->chain["outputs"] == 1);
+  // One sample: the fewest any input's op kept, each input from its own op's call.
+  REQUIRE(t->sample_inputs.size() == 1);
+  CHECK(t->sample_inputs[0]["inputs"] == json{{{"digest", "d0"}}, {{"digest", "y0"}}, {{"digest", "x0"}}});
+  // The definition names the op: another constant is another op.
+  json rec2 = rec;
+  rec2["entries"][2]["args"][2]["value"] = 2;
+  auto t2 = chain_target("m", rec2, find_chains(rec2, "cpu")[0], &why);
+  REQUIRE(t2);
+  CHECK(t2->op != t->op);
 }
 
 TEST_CASE("an intermediate another op also reads cuts the chain there") {

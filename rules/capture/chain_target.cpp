@@ -1,0 +1,105 @@
+#include "rules/capture/chain_target.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+
+#include "rules/capture/capture.h"
+#include "util/hash.h"
+
+namespace forge {
+using nlohmann::json;
+
+namespace {
+
+bool is_tensor(const json& rec) { return rec.is_object() && rec.value("type", "") == "Tensor"; }
+
+json sample_inputs_of(const json& sample) {
+  if (sample.is_object() && sample.contains("inputs")) return sample["inputs"];
+  return sample.is_array() ? sample : json::array();
+}
+
+}  // namespace
+
+std::optional<Target> chain_target(const std::string& model, const json& record, const Chain& chain,
+                                   std::string* why) {
+  const json& entries = record.at("entries");
+  // (consumer entry, input index) -> (producer entry, output)
+  std::map<std::pair<int, int>, std::pair<int, int>> from;
+  for (const auto& f : record.value("flows", json::array()))
+    from[{f.value("to", -1), f.value("in", -1)}] = {f.value("from", -1), f.value("out", 0)};
+  std::map<int, int> position;  // entry -> its op's index in the chain
+  for (size_t j = 0; j < chain.entries.size(); ++j) position[chain.entries[j]] = static_cast<int>(j);
+
+  Target t;
+  t.model = model;
+  json ops = json::array();
+  // The chain's inputs: (op index, argument index) in reading order.
+  std::vector<std::pair<int, int>> inputs;
+  std::string readable;
+  for (size_t j = 0; j < chain.entries.size(); ++j) {
+    const json& e = entries.at(static_cast<size_t>(chain.entries[j]));
+    const std::string op = e.value("op", "");
+    const auto dot = op.find('.');
+    json args = e.value("args", json::array());
+    for (size_t i = 0; i < args.size(); ++i) {
+      json& a = args[i];
+      if (a.is_object() && a.value("type", "") == "list") {
+        *why = op + " takes a tensor list, which a chain's op cannot";
+        return std::nullopt;
+      }
+      if (!is_tensor(a)) continue;
+      auto it = from.find({chain.entries[j], static_cast<int>(i)});
+      if (it != from.end() && position.count(it->second.first) && position[it->second.first] < static_cast<int>(j)) {
+        a["ref"] = {{"op", position[it->second.first]}, {"output", it->second.second}};
+      } else {
+        a["ref"] = {{"input", static_cast<int>(inputs.size())}};
+        inputs.push_back({static_cast<int>(j), static_cast<int>(i)});
+        json in = e["args"][i];
+        in["name"] = "op" + std::to_string(j) + "_" + in.value("name", "arg" + std::to_string(i));
+        t.args.push_back(std::move(in));
+      }
+    }
+    ops.push_back({{"op", "aten::" + op.substr(0, dot)},
+                   {"overload", dot == std::string::npos ? "" : op.substr(dot + 1)},
+                   {"args", std::move(args)}});
+    readable += (j ? " -> " : "") + e.value("signature", op);
+  }
+  const json& last = entries.at(static_cast<size_t>(chain.entries.back()));
+  t.outputs = last.value("outputs", json::array());
+  if (t.outputs.empty()) {
+    *why = "its last op returns nothing";
+    return std::nullopt;
+  }
+  for (const auto& o : t.outputs)
+    if (!is_tensor(o)) {
+      *why = "its last op returns a non-tensor";
+      return std::nullopt;
+    }
+  t.chain = {{"inputs", inputs.size()}, {"ops", std::move(ops)}, {"outputs", t.outputs.size()}};
+  t.op = "forge_chain::c_" + sha256_hex(t.chain.dump()).substr(0, 16);
+  t.outer_op = "chain";
+  t.signature = "chain(" + readable + ")";
+  t.id = make_target_id(model, "chain", t.signature);
+  t.calls = chain.calls;
+  t.time_us = chain.time_us;
+  t.bytes = bytes_moved(t.args, t.outputs);
+  // Samples: the k-th captured call of each op, for k up to the fewest any op kept.
+  size_t n = SIZE_MAX;
+  for (const auto& [j, i] : inputs)
+    n = std::min(n, entries.at(static_cast<size_t>(chain.entries[static_cast<size_t>(j)])).value("samples", json::array()).size());
+  if (inputs.empty()) n = 0;
+  t.sample_inputs = json::array();
+  for (size_t k = 0; k < n; ++k) {
+    json in = json::array();
+    for (const auto& [j, i] : inputs) {
+      const json s = sample_inputs_of(entries.at(static_cast<size_t>(chain.entries[static_cast<size_t>(j)]))["samples"][k]);
+      in.push_back(static_cast<size_t>(i) < s.size() ? s[static_cast<size_t>(i)] : json(nullptr));
+    }
+    t.sample_inputs.push_back({{"inputs", std::move(in)}});
+  }
+  t.samples = static_cast<int>(t.sample_inputs.size());
+  return t;
+}
+
+}  // namespace forge
