@@ -44,13 +44,26 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
     json args = e.value("args", json::array());
     for (size_t i = 0; i < args.size(); ++i) {
       json& a = args[i];
-      if (a.is_object() && a.value("type", "") == "list") {
-        *why = op + " takes a tensor list, which a chain's op cannot";
-        return std::nullopt;
-      }
+      if (a.is_object() && a.value("type", "") == "list")
+        for (const auto& item : a.value("value", json::array()))
+          if (is_tensor(item)) {
+            *why = op + " takes a tensor list, which a chain's op cannot";
+            return std::nullopt;
+          }
       if (!is_tensor(a)) continue;
       auto it = from.find({chain.entries[j], static_cast<int>(i)});
       if (it != from.end() && position.count(it->second.first) && position[it->second.first] < static_cast<int>(j)) {
+        // The data flow looks through views: the link is the producer's output
+        // itself only where the consumer read it as returned.
+        const json outs = entries.at(static_cast<size_t>(it->second.first)).value("outputs", json::array());
+        const size_t k_out = static_cast<size_t>(it->second.second);
+        const json produced = outs.is_array() && k_out < outs.size() ? outs[k_out] : json();
+        for (const char* k : {"dtype", "sizes", "strides"})
+          if (!produced.is_object() || produced.value(k, json()) != a.value(k, json())) {
+            *why = op + " reads a view of " + entries.at(static_cast<size_t>(it->second.first)).value("op", "") +
+                   "'s output, which a chain's op cannot";
+            return std::nullopt;
+          }
         a["ref"] = {{"op", position[it->second.first]}, {"output", it->second.second}};
       } else {
         a["ref"] = {{"input", static_cast<int>(inputs.size())}};

@@ -187,23 +187,26 @@ MemoryNeeds memory_needs(const OpSpec& spec) {
   }
   int64_t out_elems = in_elems;
   n.output_bytes = n.input_bytes;
+  int64_t outputs = 2;
   try {
-    int64_t bytes = 0, elems = 0;
+    int64_t bytes = 0, elems = 0, count = 0;
     for (const auto& o : call_stock(spec, args, false))
       if (o.defined()) {
         bytes += tensor_bytes(o);
         elems += o.numel();
+        ++count;
       }
     n.output_bytes = bytes;
     out_elems = elems;
+    outputs = std::max<int64_t>(count, 1);
   } catch (const std::exception&) {
     // No meta kernel: the outputs are taken to be as large as the inputs.
   }
   n.float64_bytes = 8 * (in_elems + out_elems);
   // The guards of the arena's buffers: the workspace, the tensor inputs and
-  // two outputs, each guarded on both sides, in at most two sets at once; an
+  // the outputs, each guarded on both sides, in at most two sets at once; an
   // edge case's guard grows with its largest buffer (make_case), to 256 MiB.
-  int64_t largest = 0, buffers = 3;
+  int64_t largest = 0, buffers = 1 + outputs;
   for (const auto& a : spec.args)
     if (a.kind == ArgKind::Tensor) {
       largest = std::max(largest, extent_bytes(a.sizes, a.strides, static_cast<int64_t>(c10::elementSize(a.dtype))));

@@ -387,8 +387,15 @@ class TorchEvaluator final : public Evaluator {
         // need. On the CPU each call then waits for a time slice; on the H200
         // (16 cores) 16 threads gave 51 evaluations per minute where one gave
         // 58 (bench/results/2026-12-05_fed9343_h200_runner_check.json).
-        const int saved = at::get_num_threads();
-        at::set_num_threads(1);
+        // Restored also when verification throws (out of memory: the retry
+        // and later evaluations read the thread count as set before).
+        struct OneThread {
+          int saved = at::get_num_threads();
+          OneThread() { at::set_num_threads(1); }
+          ~OneThread() {
+            if (at::get_num_threads() != saved) at::set_num_threads(saved);
+          }
+        } one_thread;
         if (mode == "race") {
           failed = verify_cases(judge, {plans.front()});
         } else {
@@ -396,7 +403,6 @@ class TorchEvaluator final : public Evaluator {
           judge.phases.enter("threads");
           if (!failed) failed = verify_concurrent_calls(judge, plans.front());
         }
-        if (at::get_num_threads() != saved) at::set_num_threads(saved);
       }
       verify_seconds = seconds_since(t_start) - verify_start;
       if (!failed) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 namespace forge::worker {
 
@@ -25,7 +26,9 @@ MemoryPlan plan_memory(const MemoryNeeds& n) {
   // sweep whose largest case is `growth` times the captured call. Cases under
   // half the captured bytes always get run 4 and the float64 reference.
   auto verify_arena = [&](double growth) { return std::max(growth * (p.moved_large ? 2.0 : 1.0), 1.0); };
-  auto verify_judge = [&](double growth) { return 2.0 * growth + f64 * (p.float64_large ? growth : 0.5); };
+  // Two case sizes in the judge, and a quarter more for the comparison's masks
+  // and the allocator's rounding.
+  auto verify_judge = [&](double growth) { return 2.25 * growth + f64 * (p.float64_large ? growth : 0.5); };
   auto bench_arena = [&]() { return 1.0 + p.bench_copies; };
   auto units = [&](double growth) {
     return std::max(verify_arena(growth) + verify_judge(growth), bench_arena() + 2.0);
@@ -66,7 +69,20 @@ MemoryPlan plan_memory(const MemoryNeeds& n) {
   }
   p.limit_bytes = limit_at(p.sweep_growth);
   p.need_bytes = need_at(p.sweep_growth);
-  p.arena_bytes = static_cast<int64_t>(std::max(verify_arena(p.sweep_growth), bench_arena()) *
+  // The concurrent-calls check: a captured-size case per call thread, in the
+  // arena and (its reference and snapshot) in the judge.
+  auto threads_need = [&](int calls) { return static_cast<int64_t>(2.25 * calls * static_cast<double>(io)) + fixed; };
+  while (p.thread_calls >= 2 && threads_need(p.thread_calls) > p.limit_bytes) --p.thread_calls;
+  if (p.thread_calls < 2) {
+    p.thread_calls = 0;
+    p.notes.push_back("memory: no concurrent-calls check (two copies of the call do not fit)");
+  } else if (p.thread_calls < kMaxThreadCalls) {
+    p.notes.push_back("memory: the concurrent-calls check calls at most " + std::to_string(p.thread_calls) +
+                      " at once");
+  }
+  if (p.thread_calls > 0) p.need_bytes = std::max(p.need_bytes, threads_need(p.thread_calls));
+  p.arena_bytes = static_cast<int64_t>(std::max({verify_arena(p.sweep_growth), bench_arena(),
+                                                 static_cast<double>(p.thread_calls)}) *
                                        static_cast<double>(io)) + n.guard_bytes + (int64_t(1) << 30);
   if (p.need_bytes > p.limit_bytes)
     p.refused = "the call moves " + gigabytes(io) + " (inputs and outputs); verifying it needs at least " +

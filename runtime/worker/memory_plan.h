@@ -12,12 +12,14 @@
 // copy at other addresses; in the judge's memory, the stock reference with
 // its inputs' clone, then the snapshots (at most 2: outputs twice plus
 // inputs once), plus the float64 reference's share. The benchmark holds
-// 1 + its rotating copies in the arena and 2 in the judge. When the captured
+// 1 + its rotating copies in the arena and 2 in the judge; the concurrent-calls
+// check (verify_threads.cpp) one case per call thread in each. When the captured
 // call does not fit, the evaluation gives up, in order: the rotating copies
 // (one is left), then the float64 reference and run 4 for cases of at least
 // half the captured call's bytes; the sweep stops below 4x where free memory
-// ends; and when even the captured call's verification does not fit, it is
-// refused. The CUDA arena is sized from the same model (arena_bytes).
+// ends; the concurrent-calls check calls fewer threads at once (it is skipped,
+// with a note, where two copies do not fit); and when even the captured
+// call's verification does not fit, it is refused. The CUDA arena is sized from the same model (arena_bytes).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,7 @@ namespace forge::worker {
 constexpr int64_t kMultiple = 8;
 constexpr int64_t kSlack = int64_t(2) << 30;  // guards, the judge's small tensors, the allocator's rounding
 constexpr double kFreeShare = 0.9;
+constexpr int kMaxThreadCalls = 4;  // the runner's call threads (runner_protocol.h, kMaxSlots)
 
 struct MemoryNeeds {
   int64_t input_bytes = 0;   // the captured call's tensor inputs
@@ -47,6 +50,7 @@ struct MemoryPlan {
   bool float64_large = true;  // float64 reference for cases of at least half the captured call's bytes
   bool moved_large = true;    // run 4 (other addresses) for cases of at least half the captured call's bytes
   double sweep_growth = 4;    // the size sweep's largest case, in multiples of the captured call's bytes
+  int thread_calls = kMaxThreadCalls;  // the concurrent-calls check's calls at once at most; 0: skipped
   std::string refused;        // non-empty: the evaluation cannot run here, and why
   std::vector<std::string> notes;
 };

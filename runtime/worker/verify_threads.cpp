@@ -34,7 +34,7 @@ int calls_at_once() {
 
 std::optional<Failure> rounds(Judge& j, const CasePlan& plan) {
   Session& s = j.session;
-  const int n = calls_at_once();
+  const int n = std::min(calls_at_once(), j.memory.thread_calls);  // as many as memory allows (memory_plan.h)
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   std::vector<Case> cases;
@@ -81,6 +81,7 @@ std::optional<Failure> rounds(Judge& j, const CasePlan& plan) {
 }  // namespace
 
 std::optional<Failure> verify_concurrent_calls(Judge& j, const CasePlan& plan) {
+  if (j.memory.thread_calls < 2) return std::nullopt;  // no room for two copies: the plan's note says so
   std::optional<Failure> f = rounds(j, plan);
   if (f && !j.session.runner_alive()) return f;
   if (auto e = j.session.end_threads()) return f ? f : e;

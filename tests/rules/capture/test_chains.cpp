@@ -97,6 +97,14 @@ TEST_CASE("a chain's target: inputs read from outside in reading order, each op'
   auto t2 = chain_target("m", rec2, find_chains(rec2, "cpu")[0], &why);
   REQUIRE(t2);
   CHECK(t2->op != t->op);
+  // The data flow looks through views: a consumer that read mul's output
+  // reshaped is no link a chain's op can carry, and the chain says why.
+  json rec3 = rec;
+  rec3["entries"][2]["args"][1]["sizes"] = {32};
+  rec3["entries"][2]["args"][1]["strides"] = {1};
+  auto t3 = chain_target("m", rec3, find_chains(rec3, "cpu")[0], &why);
+  CHECK_FALSE(t3);
+  CHECK(why.find("view") != std::string::npos);
 }
 
 TEST_CASE("an intermediate another op also reads cuts the chain there") {

@@ -29,6 +29,7 @@ TEST_CASE("an ordinary call gets the full protocol within the stated multiple") 
   CHECK(p.moved_large);
   CHECK(p.sweep_growth == doctest::Approx(4.0));
   CHECK(p.limit_bytes == 4 * kMultiple * p.io_bytes + kSlack);
+  CHECK(p.thread_calls == kMaxThreadCalls);
   CHECK(p.need_bytes <= p.limit_bytes);
   CHECK(p.notes.empty());
 }
@@ -60,6 +61,10 @@ TEST_CASE("KernelBench's relu (6.4 GB in, 6.4 GB out) on an 80 GB H100: the aren
   const double io = static_cast<double>(p.io_bytes);
   CHECK(p.arena_bytes <= static_cast<int64_t>(std::max(p.sweep_growth, 2.0) * io) + n.guard_bytes + (int64_t(1) << 30));
   CHECK(p.arena_bytes + static_cast<int64_t>(2.0 * p.sweep_growth * io) <= p.need_bytes);
+  // The concurrent-calls check calls fewer threads at once, within the limit.
+  CHECK(p.thread_calls >= 2);
+  CHECK(p.thread_calls < kMaxThreadCalls);
+  CHECK(static_cast<int64_t>(p.thread_calls * io) <= p.arena_bytes);
 }
 
 TEST_CASE("a call too large for all copies gives them up, then the float64 reference, then is refused") {
