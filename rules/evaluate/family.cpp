@@ -244,6 +244,31 @@ Family derive_family(const Target& t) {
               "# each one's new value, as the return that is that input (an in-place op's\n"
               "# self) or else as an extra output after the op's returns, in argument order:\n" +
               changes;
+  // A chain target (rules/capture/chain_target.h): what the fused kernel computes.
+  std::string chain_text;
+  if (t.chain.is_object()) {
+    chain_text = "# A chain of ATen ops, run one by one as the stock reference; the kernel computes\n"
+                 "# them fused. Inputs are the tensors the chain reads from outside, in order (a\n"
+                 "# tensor two ops read is two inputs); outputs are the last op's returns.\n";
+    int k = 0;
+    for (const auto& o : t.chain.value("ops", json::array())) {
+      std::string args;
+      for (const auto& a : o.value("args", json::array())) {
+        std::string v;
+        if (a.contains("ref")) {
+          const json& r = a["ref"];
+          v = r.contains("input") ? "input " + std::to_string(r.value("input", 0))
+                                  : "op" + std::to_string(r.value("op", 0)) + " return " + std::to_string(r.value("output", 0));
+        } else {
+          v = a.contains("value") ? a["value"].dump() : a.value("type", std::string("?"));
+        }
+        args += (args.empty() ? "" : ", ") + v;
+      }
+      const std::string ov = o.value("overload", "");
+      chain_text += "#   op" + std::to_string(k++) + " = " + o.value("op", "") + (ov.empty() ? "" : "." + ov) + "(" +
+                    args + ")\n";
+    }
+  }
   // Written as a family.yaml would be and read by the same validator, so a
   // derived family is shown (to people and to the model) as the file it stands for.
   std::string text =
@@ -252,7 +277,7 @@ Family derive_family(const Target& t) {
       "# its strides), outputs as the stock kernel returns them, verified against\n"
       "# stock on the captured samples and on fresh inputs of each range below\n"
       "# (integer inputs: the captured values' range), tolerances by dtype.\n" +
-      changes +
+      chain_text + changes +
       "name: \"" + t.op + "\"\n"
       "ops: [\"" + t.op + "\"]\n"
       "derived: true\n"

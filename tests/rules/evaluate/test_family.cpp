@@ -228,5 +228,22 @@ TEST_CASE("a call the candidate ABI cannot express has no family, and the reason
   CHECK(why_not(json::array({{{"type", "Generator"}}})).find("Generator has no representation") != std::string::npos);
 }
 
+TEST_CASE("a chain target's derived family says what the fused kernel computes, op by op") {
+  Target t;
+  t.op = "forge_chain::c_0123456789abcdef";
+  t.args = json::array({tensor("float32", {4, 8}, {8, 1}), tensor("float32", {4, 8}, {8, 1})});
+  t.outputs = json::array({tensor("float32", {4, 8}, {8, 1})});
+  t.chain = json::parse(R"({"inputs": 2, "outputs": 1, "ops": [
+      {"op": "aten::exp", "overload": "", "args": [{"ref": {"input": 0}}]},
+      {"op": "aten::add", "overload": "Tensor",
+       "args": [{"ref": {"op": 0, "output": 0}}, {"ref": {"input": 1}}, {"type": "int", "value": 2}]}]})");
+  Family f = derive_family(t);
+  CHECK(f.derived);
+  CHECK(f.text.find("A chain of ATen ops") != std::string::npos);
+  CHECK(f.text.find("#   op0 = aten::exp(input 0)\n") != std::string::npos);
+  CHECK(f.text.find("#   op1 = aten::add.Tensor(op0 return 0, input 1, 2)\n") != std::string::npos);
+  CHECK(f.spec["cost"]["reads"] == json::array({0, 1}));
+}
+
 TEST_SUITE_END();
 }  // namespace forge
