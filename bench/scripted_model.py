@@ -175,7 +175,6 @@ def trial(forge, k, load, shape, device, op):
         with open(log, "w") as err:
             p = subprocess.run([forge, "--json", "build"], cwd=d, stdout=subprocess.PIPE, stderr=err, text=True,
                                timeout=3000, env=dict(os.environ, FORGE_PROGRESS="lines"))
-        p.stderr = open(log).read()
     finally:
         for b in burners:
             b.terminate()
@@ -189,7 +188,7 @@ def trial(forge, k, load, shape, device, op):
     if not rep.get("targets"):
         shutil.rmtree(d, ignore_errors=True)
         return {"trial": k, "error": json.dumps(rep.get("notes")) if rep else p.stdout[-2000:],
-                "log_tail": p.stderr[-1000:], "wall_s": wall, "rc": p.returncode}
+                "log_tail": open(log).read()[-1000:], "wall_s": wall, "rc": p.returncode}
     t = rep["targets"][0]
     evals = evaluations(d)
     measured = [e["ratio"] for e in evals if e["verdict"] == "accepted" and e["ratio"] is not None]

@@ -45,15 +45,8 @@ const Target& find_target(BuildContext& ctx, const std::string& name) {
     if (name == model || name.rfind(model + "/", 0) == 0)
       throw Error("model '" + model +
                   "' is not captured: run `forge build` or `forge capture` first");
-  // A chain's target (`forge status` lists its id), by its id or a prefix of it.
-  const Target* chain = nullptr;
-  for (const auto& t : ctx.chain_targets)
-    if (t.id == name || (name.find("/chain/") != std::string::npos && t.id.rfind(name, 0) == 0)) {
-      if (chain && chain->id != name) throw UsageError("target '" + name + "' is ambiguous: " + chain->id + " " + t.id);
-      chain = &t;
-      if (t.id == name) break;
-    }
-  if (chain) return *chain;
+  // A chain's target: `forge status` lists its id (model/chain/...).
+  if (name.find("/chain/") != std::string::npos) return resolve_target(ctx.chain_targets, name, {});
   if (ctx.targets.empty())
     throw Error("no captured targets: run `forge build` or `forge capture` first");
   return resolve_target(ctx.targets, name, ctx.not_selected);

@@ -37,6 +37,12 @@ const char* selection_name(Selection s) {
   return "unknown";
 }
 
+const nlohmann::json& sample_entries(const nlohmann::json& sample) {
+  static const nlohmann::json empty = nlohmann::json::array();
+  if (sample.is_object() && sample.contains("inputs")) return sample["inputs"];
+  return sample.is_array() ? sample : empty;
+}
+
 void leave_out(Target& t, Selection reason, std::string why) {
   t.selection = reason;
   t.why = std::move(why);

@@ -118,6 +118,10 @@ std::string signature_hash(const std::string& signature);
 std::string make_target_id(const std::string& model, const std::string& op,
                            const std::string& signature);
 
+// Per-arg entries of one of Target::sample_inputs: the capture's
+// {"inputs": [...]} or a bare list.
+const nlohmann::json& sample_entries(const nlohmann::json& sample);
+
 // Records that `t` is not searched, and why.
 void leave_out(Target& t, Selection reason, std::string why);
 

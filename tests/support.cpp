@@ -70,6 +70,14 @@ CliResult run_forge(const std::string& args, const fs::path& cwd, const std::str
   return r;
 }
 
+nlohmann::json forge_try(const fs::path& dir, const std::string& target, const std::string& file) {
+  CliResult t = run_forge("--json try " + target + " " + file, dir);
+  INFO(target << " " << file << ": " << t.err);
+  nlohmann::json rec = nlohmann::json::parse(t.out, nullptr, false);
+  REQUIRE(rec.is_object());
+  return rec;
+}
+
 bool have_gpu() {
   static const bool gpu = std::system("nvidia-smi -L >/dev/null 2>&1") == 0;
   return gpu;

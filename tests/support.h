@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace forge::test {
 
 class TempDir {
@@ -36,6 +38,10 @@ struct CliResult {
 // `wrapper`: a command line the binary runs under (e.g. "timeout -s INT 5").
 CliResult run_forge(const std::string& args, const std::filesystem::path& cwd,
                     const std::string& wrapper = "");
+
+// `forge --json try TARGET FILE` in `dir`: the evaluation record it printed
+// (the test fails, showing forge's stderr, when it printed none).
+nlohmann::json forge_try(const std::filesystem::path& dir, const std::string& target, const std::string& file);
 
 // True when a CUDA GPU is usable here; GPU tests start with FORGE_SKIP_WITHOUT_GPU().
 bool have_gpu();

@@ -14,11 +14,6 @@ namespace {
 
 bool is_tensor(const json& rec) { return rec.is_object() && rec.value("type", "") == "Tensor"; }
 
-json sample_inputs_of(const json& sample) {
-  if (sample.is_object() && sample.contains("inputs")) return sample["inputs"];
-  return sample.is_array() ? sample : json::array();
-}
-
 }  // namespace
 
 std::optional<Target> chain_target(const std::string& model, const json& record, const Chain& chain,
@@ -98,15 +93,16 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
   t.time_us = chain.time_us;
   t.bytes = bytes_moved(t.args, t.outputs);
   // Samples: the k-th captured call of each op, for k up to the fewest any op kept.
-  size_t n = SIZE_MAX;
-  for (const auto& [j, i] : inputs)
-    n = std::min(n, entries.at(static_cast<size_t>(chain.entries[static_cast<size_t>(j)])).value("samples", json::array()).size());
-  if (inputs.empty()) n = 0;
+  auto samples_of = [&](int j) {
+    return entries.at(static_cast<size_t>(chain.entries[static_cast<size_t>(j)])).value("samples", json::array());
+  };
+  size_t n = inputs.empty() ? 0 : SIZE_MAX;
+  for (const auto& [j, i] : inputs) n = std::min(n, samples_of(j).size());
   t.sample_inputs = json::array();
   for (size_t k = 0; k < n; ++k) {
     json in = json::array();
     for (const auto& [j, i] : inputs) {
-      const json s = sample_inputs_of(entries.at(static_cast<size_t>(chain.entries[static_cast<size_t>(j)]))["samples"][k]);
+      const json s = sample_entries(samples_of(j)[k]);
       in.push_back(static_cast<size_t>(i) < s.size() ? s[static_cast<size_t>(i)] : json(nullptr));
     }
     t.sample_inputs.push_back({{"inputs", std::move(in)}});

@@ -22,13 +22,6 @@ json static_json(const std::vector<StaticViolation>& violations) {
 // worker with the file.
 constexpr const char* kPartialSampleKeys[] = {"sampling", "stored_numel", "min", "max"};
 
-// Per-arg sample entries of one captured call: the capture's {"inputs": [...]}
-// or a bare list.
-const json& sample_entries(const json& sample) {
-  static const json empty = json::array();
-  if (sample.is_object() && sample.contains("inputs")) return sample["inputs"];
-  return sample.is_array() ? sample : empty;
-}
 
 }  // namespace
 

@@ -18,6 +18,11 @@
 namespace forge::worker {
 namespace {
 
+// The guard around each buffer of an edge case, whose sizes differ from the
+// captured call's: as large as the largest buffer (a kernel reading the
+// captured extent lands in it), up to 256 MiB.
+int64_t edge_guard_bytes(int64_t largest) { return std::min<int64_t>(largest + kGuardBytes, int64_t(256) << 20); }
+
 using detail::bad;
 using detail::contiguous;
 using detail::distinct_view;
@@ -174,14 +179,17 @@ std::vector<CasePlan> plan_cases(const OpSpec& spec, const json& samples, const 
 MemoryNeeds memory_needs(const OpSpec& spec) {
   MemoryNeeds n;
   std::vector<c10::IValue> args;
-  int64_t in_elems = 0;
+  int64_t in_elems = 0, largest = 0, inputs = 0;
   for (const auto& a : spec.args) {
     if (a.kind != ArgKind::Tensor) {
       args.push_back(scalar_ivalue(a));
       continue;
     }
     at::Tensor t = at::empty_strided(a.sizes, a.strides, at::TensorOptions().dtype(a.dtype).device(at::kMeta));
-    n.input_bytes += extent_bytes(a.sizes, a.strides, static_cast<int64_t>(c10::elementSize(a.dtype)));
+    const int64_t extent = extent_bytes(a.sizes, a.strides, static_cast<int64_t>(c10::elementSize(a.dtype)));
+    n.input_bytes += extent;
+    largest = std::max(largest, extent);
+    ++inputs;
     in_elems += t.numel();
     args.emplace_back(t);
   }
@@ -205,14 +213,8 @@ MemoryNeeds memory_needs(const OpSpec& spec) {
   n.float64_bytes = 8 * (in_elems + out_elems);
   // The guards of the arena's buffers: the workspace, the tensor inputs and
   // the outputs, each guarded on both sides, in at most two sets at once; an
-  // edge case's guard grows with its largest buffer (make_case), to 256 MiB.
-  int64_t largest = 0, buffers = 1 + outputs;
-  for (const auto& a : spec.args)
-    if (a.kind == ArgKind::Tensor) {
-      largest = std::max(largest, extent_bytes(a.sizes, a.strides, static_cast<int64_t>(c10::elementSize(a.dtype))));
-      ++buffers;
-    }
-  n.guard_bytes = 4 * buffers * std::min<int64_t>(largest + kGuardBytes, int64_t(256) << 20);
+  // edge case's guard grows with its largest input (make_case), to 256 MiB.
+  n.guard_bytes = 4 * (1 + inputs + outputs) * edge_guard_bytes(largest);
   return n;
 }
 
@@ -226,7 +228,7 @@ Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, co
     for (const auto& a : spec.args)
       if (a.kind == ArgKind::Tensor)
         largest = std::max(largest, extent_bytes(a.sizes, a.strides, static_cast<int64_t>(c10::elementSize(a.dtype))));
-    c.guard = std::min<int64_t>(largest + kGuardBytes, int64_t(256) << 20);
+    c.guard = edge_guard_bytes(largest);
     ArgSpec& a = c.specs[static_cast<size_t>(plan.edge_arg)];
     a.sizes[static_cast<size_t>(plan.edge_dim)] = plan.edge_size;
     a.strides = contiguous(a.sizes);

@@ -233,16 +233,19 @@ class TorchEvaluator final : public Evaluator {
         ++attempt;
         std::fprintf(stderr, "forge_worker: %s; retrying with a larger arena\n", e.what());
       } catch (const c10::OutOfMemoryError& e) {
-        if (squeeze >= 2) throw RequestError("out of device memory after planning for 36% of the free memory: " +
-                                             one_line(e.what_without_backtrace()));
-        ++squeeze;
-        std::fprintf(stderr, "forge_worker: out of device memory; planning again with less\n");
+        plan_with_less(squeeze, "out of device memory: " + one_line(e.what_without_backtrace()));
       } catch (const ArenaAllocationFailed& e) {
-        if (squeeze >= 2) throw RequestError(e.what());
-        ++squeeze;
-        std::fprintf(stderr, "forge_worker: %s; planning again with less\n", e.what());
+        plan_with_less(squeeze, e.what());
       }
     }
+  }
+
+  // After running out of device memory: the next attempt plans for 60% of the
+  // free memory the last one planned for; after two, the evaluation ends with `why`.
+  static void plan_with_less(int& squeeze, const std::string& why) {
+    if (squeeze >= 2) throw RequestError(why + " (planned for 36% of the free memory)");
+    ++squeeze;
+    std::fprintf(stderr, "forge_worker: %s; planning again with less\n", why.c_str());
   }
 
   Outcome evaluate_once(const json& req, int attempt, int squeeze) {

@@ -14,6 +14,10 @@ std::string gigabytes(int64_t bytes) {
   return buf;
 }
 
+namespace {
+constexpr double kJudgeSlack = 0.25;  // in case sizes
+}  // namespace
+
 MemoryPlan plan_memory(const MemoryNeeds& n) {
   MemoryPlan p;
   p.io_bytes = n.input_bytes + n.output_bytes;
@@ -26,9 +30,11 @@ MemoryPlan plan_memory(const MemoryNeeds& n) {
   // sweep whose largest case is `growth` times the captured call. Cases under
   // half the captured bytes always get run 4 and the float64 reference.
   auto verify_arena = [&](double growth) { return std::max(growth * (p.moved_large ? 2.0 : 1.0), 1.0); };
-  // Two case sizes in the judge, and a quarter more for the comparison's masks
-  // and the allocator's rounding.
-  auto verify_judge = [&](double growth) { return 2.25 * growth + f64 * (p.float64_large ? growth : 0.5); };
+  // Two case sizes in the judge, and kJudgeSlack more for the comparison's
+  // masks and the allocator's rounding.
+  auto verify_judge = [&](double growth) {
+    return (2.0 + kJudgeSlack) * growth + f64 * (p.float64_large ? growth : 0.5);
+  };
   auto bench_arena = [&]() { return 1.0 + p.bench_copies; };
   auto units = [&](double growth) {
     return std::max(verify_arena(growth) + verify_judge(growth), bench_arena() + 2.0);
@@ -71,7 +77,9 @@ MemoryPlan plan_memory(const MemoryNeeds& n) {
   p.need_bytes = need_at(p.sweep_growth);
   // The concurrent-calls check: a captured-size case per call thread, in the
   // arena and (its reference and snapshot) in the judge.
-  auto threads_need = [&](int calls) { return static_cast<int64_t>(2.25 * calls * static_cast<double>(io)) + fixed; };
+  auto threads_need = [&](int calls) {
+    return static_cast<int64_t>((2.0 + kJudgeSlack) * calls * static_cast<double>(io)) + fixed;
+  };
   while (p.thread_calls >= 2 && threads_need(p.thread_calls) > p.limit_bytes) --p.thread_calls;
   if (p.thread_calls < 2) {
     p.thread_calls = 0;

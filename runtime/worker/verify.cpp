@@ -157,27 +157,26 @@ std::optional<Failure> verify_cases(Judge& j, const std::vector<CasePlan>& plans
     const std::string on = "on case " + plan.name;
     Case c;
     std::vector<at::Tensor> ref;
+    std::string skip;  // why an edge case is left out
     try {
       j.phases.enter("case");
       c = make_case(j.spec, plan, j.samples, j.samples_dir, j.family, /*guarded=*/true);
       j.phases.enter("stock");
       ref = call_stock(j.spec, c.args, /*clone_inputs=*/true);
-    } catch (const c10::OutOfMemoryError& e) {
+    } catch (const c10::OutOfMemoryError&) {
       // A size-sweep case can outgrow the plan (outputs that grow faster than
-      // the varied argument): skipped like a size the op refuses. Any other
-      // case is planned again with less (evaluate.cpp).
+      // the varied argument). Any other case is planned again with less
+      // (evaluate.cpp).
       if (plan.kind != CasePlan::Edge) throw;
-      skipped++;
-      j.notes.push_back("case " + plan.name + " skipped: out of device memory at this size");
-      case_log.push_back({{"case", plan.name}, {"result", "skipped"}});
-      record();
-      continue;
+      skip = "out of device memory at this size";
     } catch (const c10::Error& e) {
       if (plan.kind != CasePlan::Edge) throw;
       // An edge size the op itself refuses (another argument shares the dim).
+      skip = "the stock kernel refused it: " + one_line(e.what_without_backtrace());
+    }
+    if (!skip.empty()) {
       skipped++;
-      j.notes.push_back("case " + plan.name + " skipped: the stock kernel refused it: " +
-                        one_line(e.what_without_backtrace()));
+      j.notes.push_back("case " + plan.name + " skipped: " + skip);
       case_log.push_back({{"case", plan.name}, {"result", "skipped"}});
       record();
       continue;

@@ -24,8 +24,14 @@ TEST_CASE("a chain's target: a fused kernel verified against the stock chain, a 
   const fs::path tests = fs::path(FORGE_TEST_DIR) / "rules";
   test::TempDir dir;
   fs::copy_file(tests / "capture" / "chains" / "model.py", dir / "model.py");
-  for (const char* k : {"gn_silu", "gn_no_silu"})
-    fs::copy_file(tests / "evaluate" / "chain" / (std::string(k) + ".cc"), dir / (std::string(k) + ".cpp"));
+  // The wrong kernel is the honest one with its SiLU left out.
+  const std::string honest = test::read_text(tests / "evaluate" / "chain" / "gn_silu.cc");
+  const std::string silu = "v / (1.0f + std::exp(-v));";
+  REQUIRE(honest.find(silu) != std::string::npos);
+  std::string no_silu = honest;
+  no_silu.replace(no_silu.find(silu), silu.size(), "v;");
+  test::write_text(dir / "gn_silu.cpp", honest);
+  test::write_text(dir / "gn_no_silu.cpp", no_silu);
   test::write_text(dir / "forge.yaml",
                    "models:\n  m: {run: python model.py, env: {OMP_NUM_THREADS: '1'}}\n"
                    "device: {backend: cpu}\n"
@@ -44,13 +50,7 @@ TEST_CASE("a chain's target: a fused kernel verified against the stock chain, a 
   CHECK(gn_silu.rfind("m/chain/", 0) == 0);
   CHECK_FALSE(rms.empty());  // x read twice (pow, mul) and the weight: three inputs
 
-  auto attempt = [&](const std::string& file) {
-    auto t = test::run_forge("--json try " + gn_silu + " " + file, dir.path());
-    INFO(file << ": " << t.err);
-    json rec = json::parse(t.out, nullptr, false);
-    REQUIRE(rec.is_object());
-    return rec;
-  };
+  auto attempt = [&](const std::string& file) { return test::forge_try(dir.path(), gn_silu, file); };
   json ok = attempt("gn_silu.cpp");
   CAPTURE(ok.dump());
   CHECK(ok["verdict"] == "accepted");

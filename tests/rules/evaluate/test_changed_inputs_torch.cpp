@@ -92,13 +92,7 @@ TEST_CASE("batch norm's running statistics: captured as changed, verified as out
   auto build = test::run_forge("--json build", dir.path());
   INFO(build.err);
   REQUIRE(build.exit_code == 0);
-  auto attempt = [&](const std::string& file) {
-    auto t = test::run_forge("--json try m/native_batch_norm " + file, dir.path());
-    INFO(file << ": " << t.err);
-    json rec = json::parse(t.out, nullptr, false);
-    REQUIRE(rec.is_object());
-    return rec;
-  };
+  auto attempt = [&](const std::string& file) { return test::forge_try(dir.path(), "m/native_batch_norm", file); };
   json honest = attempt("batch_norm_train.cpp");
   CAPTURE(honest.dump());
   CHECK(honest["verdict"] == "accepted");

@@ -17,9 +17,22 @@ using nlohmann::json;
 
 TEST_SUITE_BEGIN("rules::CompileBaselineTorch");
 
+namespace {
+// The helper run on `req` as forge runs it; its JSON reply.
+json run_helper(const test::TempDir& dir, const json& req) {
+  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
+  test::write_text(dir / "req.json", req.dump());
+  const std::string cmd = "'" + (repo / ".venv" / "bin" / "python").string() + "' '" +
+                          (repo / "runtime" / "compile_bench" / "forge_compile_bench.py").string() +
+                          "' '" + (dir / "req.json").string() + "' > '" + (dir / "out.json").string() +
+                          "' 2> '" + (dir / "err.txt").string() + "'";
+  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, test::read_text(dir / "err.txt"));
+  return json::parse(test::read_text(dir / "out.json"));
+}
+}  // namespace
+
 TEST_CASE("the compile baseline times an op whose captured arguments include a keyword-only one") {
   FORGE_SKIP_WITHOUT_TORCH();
-  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
   test::TempDir dir;
   json req = {{"op", "aten::mean"},
               {"overload", "dim"},
@@ -30,13 +43,7 @@ TEST_CASE("the compile baseline times an op whose captured arguments include a k
                         {{"type", "None"}}}},
               {"modes", {"default"}},
               {"bench", {{"warmup", 1}, {"reps", 3}, {"min_seconds", 0}}}};
-  test::write_text(dir / "req.json", req.dump());
-  const std::string cmd = "'" + (repo / ".venv" / "bin" / "python").string() + "' '" +
-                          (repo / "runtime" / "compile_bench" / "forge_compile_bench.py").string() +
-                          "' '" + (dir / "req.json").string() + "' > '" + (dir / "out.json").string() +
-                          "' 2> '" + (dir / "err.txt").string() + "'";
-  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, test::read_text(dir / "err.txt"));
-  json out = json::parse(test::read_text(dir / "out.json"));
+  json out = run_helper(dir, req);
   CHECK_MESSAGE(out["ok"] == true, out.dump());
   CHECK(out["best_mode"] == "default");
   CHECK(out["compile_us"]["median"].get<double>() > 0);
@@ -45,7 +52,6 @@ TEST_CASE("the compile baseline times an op whose captured arguments include a k
 
 TEST_CASE("the compile baseline reads a large input's partial sample, tiled as the worker tiles it") {
   FORGE_SKIP_WITHOUT_TORCH();
-  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
   test::TempDir dir;
   // The capture stored 2 of the tensor's 64 rows (runtime/common/sample_part.h).
   std::string raw;
@@ -63,13 +69,7 @@ TEST_CASE("the compile baseline reads a large input's partial sample, tiled as t
               {"samples", {{{"inputs", {{{"file", (dir / "x.bin").string()}}, json(nullptr), json(nullptr)}}}}},
               {"modes", {"default"}},
               {"bench", {{"warmup", 1}, {"reps", 3}, {"min_seconds", 0}}}};
-  test::write_text(dir / "req.json", req.dump());
-  const std::string cmd = "'" + (repo / ".venv" / "bin" / "python").string() + "' '" +
-                          (repo / "runtime" / "compile_bench" / "forge_compile_bench.py").string() +
-                          "' '" + (dir / "req.json").string() + "' > '" + (dir / "out.json").string() +
-                          "' 2> '" + (dir / "err.txt").string() + "'";
-  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, test::read_text(dir / "err.txt"));
-  json out = json::parse(test::read_text(dir / "out.json"));
+  json out = run_helper(dir, req);
   CHECK_MESSAGE(out["ok"] == true, out.dump());
   CHECK(out["compile_us"]["median"].get<double>() > 0);
 }

@@ -53,21 +53,14 @@ TEST_CASE("derived families: honest kernels verified through forge try, a wrong 
     if (t["op"] == "uniform_") random = t["selection"] == "random";
   CHECK(random);
 
-  auto attempt = [&](const std::string& target, const std::string& file) {
-    auto t = test::run_forge("--json try " + target + " " + file, dir.path());
-    INFO(target << " " << file << ": " << t.err);
-    json rec = json::parse(t.out, nullptr, false);
-    REQUIRE(rec.is_object());
-    return rec;
-  };
   for (const auto& [target, file] : {std::pair{"m/silu", "silu.cpp"}, std::pair{"m/_log_softmax", "log_softmax.cpp"},
                                      std::pair{"m/native_layer_norm", "layer_norm_strided.cpp"}}) {
-    json rec = attempt(target, file);
+    json rec = test::forge_try(dir.path(), target, file);
     CAPTURE(rec.dump());
     CHECK(rec["verdict"] == "accepted");
     CHECK(rec["verify"]["cases"].get<int>() >= 5);  // captured samples, fresh ranges, specials
   }
-  json wrong = attempt("m/silu", "silu_wrong.cpp");
+  json wrong = test::forge_try(dir.path(), "m/silu", "silu_wrong.cpp");
   CAPTURE(wrong.dump());
   CHECK(wrong["verdict"] == "rejected");
   CHECK(wrong["reason"] == "wrong_result");
