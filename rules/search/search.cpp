@@ -157,7 +157,7 @@ class SearchEvaluator : public mcts::Evaluator {
       for (const auto& n : m_tree->nodes()) seen.insert(n.key);
       for (const auto& s : m_strategies)
         if (s.name == req.action.strategy)
-          for (const auto& p : param_neighbours(s, req.action.params)) {
+          for (const auto& p : param_neighbours(s, req.action.params, signature_facts(m_target))) {
             mcts::Action a{"strategy", s.name, p, ""};
             if (!seen.count(mcts::action_key(a))) children.push_back(a);
           }
@@ -361,7 +361,7 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
   mcts::SearchParams params;
   params.seed = std::stoull(sha256_hex(t.id).substr(0, 12), nullptr, 16);
   mcts::Tree tree;
-  StrategyProposer by_strategy(want.strategies ? strategies : std::vector<Strategy>{});
+  StrategyProposer by_strategy(want.strategies ? strategies : std::vector<Strategy>{}, signature_facts(t));
   LlmProposer by_model(want.llm ? want.llm->variants : 0);
   MixedProposer proposer({&by_strategy, &by_model});
   mcts::Search search(tree, proposer, params);
@@ -390,7 +390,8 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
       cached = std::make_unique<llm::CachedClient>(model_client(ctx), ctx.builder.store());
       LlmEvaluator::Inputs in{&t, &*family, &*want.llm, &*templates, "", copy_ceiling(ctx)};
       if (!strategies.empty())
-        in.example_source = instantiate(strategies.front(), param_grid(strategies.front()).front());
+        if (auto p = first_fitting(strategies.front(), signature_facts(t)))
+          in.example_source = instantiate(strategies.front(), *p);
       by_llm = std::make_unique<LlmEvaluator>(ctx, *executor, *cached, std::move(in));
       by_llm->ask_ahead_within(budget.iterations);
     }

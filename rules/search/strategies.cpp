@@ -1,6 +1,7 @@
 #include "rules/search/strategies.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -132,6 +133,7 @@ SignatureFacts signature_facts(const Target& target) {
       if (!d || !(name == "float32" || name == "float16" || name == "bfloat16")) return std::nullopt;
       return d->abi;
     };
+    if (const dtypes::Dtype* d = dtypes::find(in->value("dtype", ""))) f.in_bytes = d->bytes;
     if (code(in->value("dtype", "")) && code(out->value("dtype", ""))) {
       // Every tensor's type, not the first input's and output's alone
       // (autocast's bf16 input with float32 weights): an instance without
@@ -264,6 +266,26 @@ std::vector<Strategy> load_strategies(const Family& family) {
     st.params = s["params"] ? yaml_to_json(s["params"]) : json::object();
     st.applies = s["applies"] ? yaml_to_json(s["applies"]) : json::object();
     st.note = s["note"] ? s["note"].as<std::string>() : "";
+    if (s["capacity"]) {
+      if (!s["capacity"].IsMap()) throw Error(at("'" + st.name + "': capacity must be a map {row: A*B*...}"));
+      for (const auto& kv : s["capacity"]) {
+        const std::string fact = kv.first.as<std::string>();
+        if (fact != "row" && fact != "slice")
+          throw Error(at("'" + st.name + "': capacity." + fact + ": only row and slice have a capacity"));
+        std::vector<std::string> factors;
+        std::stringstream text(kv.second.as<std::string>());
+        for (std::string f; std::getline(text, f, '*');) {
+          f.erase(0, f.find_first_not_of(' '));
+          f.erase(f.find_last_not_of(' ') + 1);
+          const bool number = !f.empty() && f.find_first_not_of("0123456789") == std::string::npos;
+          if (!number && f != "$vec" && !st.params.contains(f))
+            throw Error(at("'" + st.name + "': capacity." + fact + ": '" + f +
+                           "' is neither a param, an integer nor $vec"));
+          factors.push_back(f);
+        }
+        st.capacity[fact] = std::move(factors);
+      }
+    }
     if (!read_file(st.source, &st.text))
       throw Error(at("'" + st.name + "': cannot read " + st.source.string()));
     st.text = inline_common(st.text, st.source);
@@ -289,6 +311,53 @@ double range_distance(const json& range, std::optional<int64_t> v) {
 }
 
 }  // namespace
+
+namespace {
+
+std::optional<int64_t> fact_of(const SignatureFacts& f, const std::string& name) {
+  return name == "row" ? f.row : name == "slice" ? f.slice : std::nullopt;
+}
+
+// The capacity's product for `params` (nullopt: a factor has no value here).
+std::optional<int64_t> capacity_of(const std::vector<std::string>& factors, const json& params, int in_bytes) {
+  int64_t product = 1;
+  for (const auto& f : factors) {
+    if (f == "$vec") {
+      if (in_bytes <= 0) return std::nullopt;
+      product *= std::max(1, 16 / in_bytes);
+    } else if (!f.empty() && std::isdigit(static_cast<unsigned char>(f[0]))) {
+      product *= std::stoll(f);
+    } else {
+      const json& v = params.value(f, json());
+      if (!v.is_number_integer()) return std::nullopt;
+      product *= v.get<int64_t>();
+    }
+  }
+  return product;
+}
+
+std::string factors_text(const std::vector<std::string>& factors) {
+  std::string out;
+  for (const auto& f : factors) out += (out.empty() ? "" : "*") + f;
+  return out;
+}
+
+}  // namespace
+
+bool fits_capacity(const Strategy& s, const json& params, const SignatureFacts& facts) {
+  for (const auto& [name, factors] : s.capacity) {
+    const auto fact = fact_of(facts, name);
+    const auto cap = capacity_of(factors, params, facts.in_bytes);
+    if (fact && cap && *fact > *cap) return false;
+  }
+  return true;
+}
+
+std::optional<json> first_fitting(const Strategy& s, const SignatureFacts& facts) {
+  for (const auto& p : param_grid(s))
+    if (fits_capacity(s, p, facts)) return p;
+  return std::nullopt;
+}
 
 std::vector<std::string> unmet_conditions(const Strategy& s, const Target& target, const std::string& backend,
                                           double* distance) {
@@ -360,6 +429,18 @@ std::vector<std::string> unmet_conditions(const Strategy& s, const Target& targe
     miss(std::string("training ") + (ap["training"].get<bool>() ? "true" : "false") + " (here " +
              (f.training ? (*f.training ? "true" : "false") : "unknown") + ")",
          8);
+  // Capacity: some instance must hold the signature's extent.
+  for (const auto& [name, factors] : s.capacity) {
+    const auto fact = fact_of(f, name);
+    if (!fact) continue;
+    std::optional<int64_t> most;
+    for (const auto& p : param_grid(s))
+      if (auto cap = capacity_of(factors, p, f.in_bytes)) most = std::max(most.value_or(0), *cap);
+    if (most && *fact > *most)
+      miss(name + " <= " + factors_text(factors) + ", at most " + std::to_string(*most) + " (here " +
+               std::to_string(*fact) + ")",
+           std::log2(static_cast<double>(*fact) / static_cast<double>(*most)));
+  }
   if (distance) *distance = far;
   return unmet;
 }
@@ -432,18 +513,20 @@ std::vector<mcts::Action> StrategyProposer::actions(const mcts::Tree& tree, mcts
   };
   const mcts::Node& node = tree.node(parent);
   if (parent == mcts::kRoot) {
-    for (const auto& s : m_strategies) add(s, param_grid(s).front());
     for (const auto& s : m_strategies)
-      for (const auto& p : param_grid(s)) add(s, p);
+      if (auto p = first_fitting(s, m_facts)) add(s, *p);
+    for (const auto& s : m_strategies)
+      for (const auto& p : param_grid(s))
+        if (fits_capacity(s, p, m_facts)) add(s, p);
     return out;
   }
   for (const auto& s : m_strategies)
     if (s.name == node.action.strategy)
-      for (const auto& p : param_neighbours(s, node.action.params)) add(s, p);
+      for (const auto& p : param_neighbours(s, node.action.params, m_facts)) add(s, p);
   return out;
 }
 
-std::vector<json> param_neighbours(const Strategy& s, const json& params) {
+std::vector<json> param_neighbours(const Strategy& s, const json& params, const SignatureFacts& facts) {
   std::vector<json> out;
   for (const auto& [name, values] : s.params.items()) {
     for (size_t i = 0; i < values.size(); ++i) {
@@ -453,7 +536,7 @@ std::vector<json> param_neighbours(const Strategy& s, const json& params) {
         if (j < 0 || j >= static_cast<long>(values.size())) continue;
         json p = params;
         p[name] = values[static_cast<size_t>(j)];
-        out.push_back(std::move(p));
+        if (fits_capacity(s, p, facts)) out.push_back(std::move(p));
       }
     }
   }

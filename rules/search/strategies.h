@@ -11,6 +11,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,6 +32,12 @@ struct Strategy {
   std::string text;       // the template
   nlohmann::json params;  // {NAME: [values...]} in file order
   nlohmann::json applies;
+  // `capacity: {row: CLUSTER*BLOCK*CHUNKS*$vec}`: the largest row an instance
+  // handles, as a product of its params, integers and $vec (elements of the
+  // input's dtype in 16 bytes). An instance whose product is below the
+  // signature's fact declines every call, so the proposer never proposes it
+  // (and a strategy none of whose instances fits does not apply).
+  std::map<std::string, std::vector<std::string>> capacity;
   std::string note;
 };
 
@@ -58,11 +65,6 @@ struct NearestStrategy {
 std::optional<NearestStrategy> nearest_strategy(const std::vector<Strategy>& strategies, const Target& target,
                                                 const std::string& backend);
 
-// Every parameter combination of `s`, in file order (first values first).
-std::vector<nlohmann::json> param_grid(const Strategy& s);
-// The parameter sets one step away from `params`: one parameter moved to the
-// value before or after it in its list (the proposer's refinements of a node).
-std::vector<nlohmann::json> param_neighbours(const Strategy& s, const nlohmann::json& params);
 
 // Shape facts of a target that `applies` conditions and "$row" params use:
 // row = the reduced row (softmax's dim, normalized_shape's product, mean's H·W),
@@ -85,8 +87,23 @@ struct SignatureFacts {
   // tensor's dtype among the arguments and outputs; 0 when the first input's
   // or the first output's is unknown (every type).
   unsigned dtypes = 0;
+  int in_bytes = 0;  // the first input's element size (capacity's $vec), 0 unknown
 };
 SignatureFacts signature_facts(const Target& target);
+
+// Every parameter combination of `s`, first values first; params nest by
+// name (the first name outermost, the last varies fastest).
+std::vector<nlohmann::json> param_grid(const Strategy& s);
+// Does the instance of `s` with `params` hold the signature's facts within its
+// `capacity`? (true without a capacity, or without the fact)
+bool fits_capacity(const Strategy& s, const nlohmann::json& params, const SignatureFacts& facts);
+// The first of param_grid(s) that fits_capacity (nullopt: none does).
+std::optional<nlohmann::json> first_fitting(const Strategy& s, const SignatureFacts& facts);
+// The parameter sets one step away from `params`: one parameter moved to the
+// value before or after it in its list (the proposer's refinements of a node),
+// those within the capacity for `facts`.
+std::vector<nlohmann::json> param_neighbours(const Strategy& s, const nlohmann::json& params,
+                                             const SignatureFacts& facts = {});
 
 // The source of strategy `s` instantiated with `params`: "$row" and "$op"
 // values become the signature's row length and op name (`facts`).
@@ -94,18 +111,21 @@ std::string instantiate(const Strategy& s, const nlohmann::json& params,
                         const SignatureFacts& facts = {});
 
 // Proposes strategy actions: at the root, each applicable strategy's first
-// parameter set, then the rest of every grid; under a node, the parameter sets
-// one step away from the node's (one parameter changed), so the tree refines.
-// Never proposes an action that is anywhere in the tree already.
+// parameter set that fits the signature (`facts`, capacity), then the rest of
+// every grid that fits; under a node, the fitting parameter sets one step away
+// from the node's (one parameter changed), so the tree refines. Never proposes
+// an action that is anywhere in the tree already.
 class StrategyProposer : public mcts::Proposer {
  public:
-  explicit StrategyProposer(std::vector<Strategy> strategies) : m_strategies(std::move(strategies)) {}
+  explicit StrategyProposer(std::vector<Strategy> strategies, SignatureFacts facts = {})
+      : m_strategies(std::move(strategies)), m_facts(std::move(facts)) {}
   std::vector<mcts::Action> actions(const mcts::Tree& tree, mcts::NodeId parent,
                                     mcts::Rng& rng) override;
   const std::vector<Strategy>& strategies() const { return m_strategies; }
 
  private:
   std::vector<Strategy> m_strategies;
+  SignatureFacts m_facts;
 };
 
 }  // namespace forge

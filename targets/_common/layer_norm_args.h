@@ -10,4 +10,5 @@ struct LnArgs {
   int32_t x_dtype, w_dtype, stat_dtype;  // w_dtype: x_dtype when both weight and bias are None
   int64_t M, N;
   float eps;
+  void* workspace;  // CUDA templates that define LN_WORKSPACE (layer_norm_cuda_entry.cuh)
 };

@@ -422,6 +422,90 @@ TEST_CASE("the proposer starts with each strategy's defaults, then refines one s
 }
 
 namespace {
+// _softmax over the last dim of a contiguous [rows, row] tensor of `dtype`.
+Target softmax_rows(int64_t rows, int64_t row, const std::string& dtype) {
+  json x = {{"type", "Tensor"}, {"dtype", dtype}, {"sizes", {rows, row}}, {"strides", {row, 1}}};
+  Target t;
+  t.op = "_softmax";
+  t.args = json::array({x, {{"type", "int"}, {"value", -1}}, {{"type", "bool"}, {"value", false}}});
+  t.outputs = json::array({x});
+  return t;
+}
+}  // namespace
+
+// A capacity is the longest row an instance holds; instances below the
+// signature's row decline every call, so the proposer must skip them.
+TEST_CASE("capacity: the proposer starts at the first instance that holds the row and never proposes one that cannot") {
+  Strategy s = make("c", {{"CLUSTER", {2, 4, 8}}, {"CHUNKS", {4, 8}}});
+  s.backend = "cuda";
+  s.capacity["row"] = {"CLUSTER", "CHUNKS", "$vec"};
+  const Target t = softmax_rows(4, 100, "float32");  // $vec 4: needs CLUSTER*CHUNKS >= 25
+  const SignatureFacts f = signature_facts(t);
+  CHECK(f.in_bytes == 4);
+  CHECK_FALSE(fits_capacity(s, json{{"CLUSTER", 4}, {"CHUNKS", 4}}, f));  // 64 < 100
+  CHECK(fits_capacity(s, json{{"CLUSTER", 4}, {"CHUNKS", 8}}, f));        // 128
+  StrategyProposer p({s}, f);
+  mcts::Tree tree;
+  mcts::Rng rng(0);
+  auto root = p.actions(tree, mcts::kRoot, rng);
+  // The grid nests params by name (CHUNKS outer): {CHUNKS 4, CLUSTER 8}, then
+  // {8, 4}, {8, 8}; never one whose product is below 25.
+  REQUIRE(root.size() == 3);
+  CHECK(root[0].params == json{{"CLUSTER", 8}, {"CHUNKS", 4}});
+  CHECK(root[1].params == json{{"CLUSTER", 4}, {"CHUNKS", 8}});
+  CHECK(root[2].params == json{{"CLUSTER", 8}, {"CHUNKS", 8}});
+  // Refinements skip the instances that cannot hold the row: from {8,4} only {8,8}.
+  auto n = param_neighbours(s, json{{"CLUSTER", 8}, {"CHUNKS", 4}}, f);
+  CHECK(n == std::vector<json>{json{{"CLUSTER", 8}, {"CHUNKS", 8}}});
+  // bfloat16: $vec 8, so {CHUNKS 4, CLUSTER 4} (128) is the first that holds 100.
+  CHECK(StrategyProposer({s}, signature_facts(softmax_rows(4, 100, "bfloat16"))).actions(tree, mcts::kRoot, rng)[0].params ==
+        json{{"CLUSTER", 4}, {"CHUNKS", 4}});
+  // No instance holds 1000: the strategy does not apply, and says how far it reaches.
+  s.applies = json::object();
+  auto unmet = unmet_conditions(s, softmax_rows(4, 1000, "float32"), "cuda");
+  REQUIRE(unmet.size() == 1);
+  CHECK(unmet[0] == "row <= CLUSTER*CHUNKS*$vec, at most 256 (here 1000)");
+  CHECK(strategy_applies(s, t, "cuda"));
+}
+
+// KernelBench 23: softmax over 393216-element float32 rows. cluster_row's
+// first instance holds 32768; the root must start at one that holds the row.
+TEST_CASE("capacity: softmax cluster_row at a 393216-element row starts at an instance that holds it") {
+  const Target t = softmax_rows(4096, 393216, "float32");
+  for (const auto& f : load_families(default_targets_dir()))
+    if (f.name == "softmax")
+      for (const auto& s : load_strategies(f))
+        if (s.name == "cluster_row") {
+          REQUIRE(strategy_applies(s, t, "cuda"));
+          auto p = first_fitting(s, signature_facts(t));
+          REQUIRE(p);
+          CHECK((*p)["CLUSTER"] == 16);
+          CHECK((*p)["BLOCK"].get<int>() * (*p)["CHUNKS"].get<int>() * 16 * 4 >= 393216);
+          CHECK_FALSE(fits_capacity(s, param_grid(s).front(), signature_facts(t)));
+        }
+}
+
+TEST_CASE("capacity: a factor that is not a param, an integer or $vec names the file and line") {
+  test::TempDir dir;
+  test::write_text(dir / "fam" / "family.yaml",
+                   "name: fam\nops: [_softmax]\ntolerance: {float32: {atol: 0, rtol: 0}}\n");
+  test::write_text(dir / "fam" / "k.cpp", "int forge_kernel();\n");
+  test::write_text(dir / "fam" / "strategies.yaml",
+                   "strategies:\n  - name: k\n    backend: cpu\n    source: k.cpp\n    params: {A: [1, 2]}\n"
+                   "    capacity: {row: A*B*$vec}\n");
+  auto families = load_families(dir.path());
+  REQUIRE(families.size() == 1);
+  CHECK_THROWS_WITH_AS(load_strategies(families[0]),
+                       doctest::Contains("strategies.yaml:2: strategy 'k': capacity.row: 'B' is neither a param"), Error);
+  test::write_text(dir / "fam" / "strategies.yaml",
+                   "strategies:\n  - name: k\n    backend: cpu\n    source: k.cpp\n    params: {A: [1, 2]}\n"
+                   "    capacity: {row: A*2*$vec}\n");
+  auto ok = load_strategies(families[0]);
+  REQUIRE(ok.size() == 1);
+  CHECK(ok[0].capacity.at("row") == std::vector<std::string>{"A", "2", "$vec"});
+}
+
+namespace {
 uint16_t to_bf16(float f) {  // round to nearest even
   uint32_t u;
   std::memcpy(&u, &f, 4);
