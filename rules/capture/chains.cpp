@@ -120,8 +120,7 @@ json chain_json(const Chain& c, const std::string& model, double op_time_us) {
           {"module", c.module.empty() ? json(nullptr) : json(c.module)},
           {"whole_forward", c.whole_forward},
           {"searched", false},
-          {"why", "found in the capture's data flow; `forge try` verifies a kernel for it (its id), the search "
-                  "proposes none yet, so each op is searched alone"}};
+          {"why", "found in the capture's data flow; `forge try` verifies a kernel for it (its id)"}};
 }
 
 }  // namespace forge

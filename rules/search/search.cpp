@@ -16,6 +16,7 @@
 #include "rules/evaluate/race.h"
 #include "rules/improvement.h"
 #include "rules/llm/proposer.h"
+#include "rules/search/chain_strategies.h"
 #include "rules/search/not_searched.h"
 #include "rules/search/strategies.h"
 #include "util/hash.h"
@@ -295,7 +296,7 @@ void report_best(BuildContext& ctx, Target& t, const mcts::Tree& tree) {
 }  // namespace
 
 void SearchRule::apply(BuildContext& ctx) {
-  if (ctx.targets.empty()) return;
+  if (ctx.targets.empty() && ctx.chain_targets.empty()) return;
   Budget budget = ctx.manifest.budget;
   if (ctx.options.budget) budget.iterations = *ctx.options.budget;
   budget.parallel = 1;
@@ -304,7 +305,7 @@ void SearchRule::apply(BuildContext& ctx) {
   std::unique_ptr<Executor> executor;
   m_ledger = {};
   int searched = 0;
-  for (auto& t : ctx.targets) {
+  auto search_one = [&](Target& t) {
     try {
       searched += search_target(ctx, t, families, budget, rt, executor);
     } catch (const std::exception& e) {
@@ -312,6 +313,32 @@ void SearchRule::apply(BuildContext& ctx) {
       ctx.failed = true;
       ctx.notes.push_back("search of " + t.id + " failed: " + e.what());
     }
+  };
+  for (auto& t : ctx.targets) search_one(t);
+  // Chains whose ops the library can fuse (chain_strategies.h), after the
+  // single ops; their kernels are verified and recorded, not packaged yet.
+  for (auto& t : ctx.chain_targets) {
+    std::string why;
+    json* c = nullptr;
+    for (auto& entry : ctx.chains)
+      if (entry.value("id", json()) == t.id) c = &entry;
+    if (!ctx.manifest.proposer.strategies || chain_definition(t, &why).empty()) {
+      if (c && !why.empty())
+        (*c)["why"] = "not searched: the library has no fused kernel for it (" + why + "); `forge try` verifies one (its id)";
+      continue;
+    }
+    search_one(t);
+    if (!c) continue;
+    (*c)["searched"] = t.iterations > 0;
+    (*c)["why"] = "searched with the library's fused kernel; not packaged yet (the package overrides single ops, "
+                  "whose targets stay)";
+    (*c)["search"] = {{"iterations", t.iterations},
+                       {"verified", t.verified},
+                       {"accepted", t.accepted},
+                       {"outcomes", t.outcomes},
+                       {"best_strategy", t.best_strategy.empty() ? json(nullptr) : json(t.best_strategy)},
+                       {"best_speedup_eager", t.best_speedup_eager ? json(*t.best_speedup_eager) : json(nullptr)},
+                       {"packaged", false}};
   }
   if (ctx.manifest.proposer.llm) ctx.llm = m_ledger.to_json(*ctx.manifest.proposer.llm);
   if (searched == 0)
@@ -336,10 +363,22 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
   std::string no_family_why;
   auto family = family_of(families, t, &no_family_why);
   if (!family) return no_family(t, no_family_why);
-  const ProposerSpec& want = ctx.manifest.proposer;
+  ProposerSpec want = ctx.manifest.proposer;
+  // A chain's kernels come from the library's generator alone for now: the
+  // model proposer's prompts describe one ATen op.
+  if (t.chain.is_object()) want.llm.reset();
   std::vector<Strategy> strategies;
-  for (auto& s : load_strategies(*family))
-    if (strategy_applies(s, t, ctx.device.backend)) strategies.push_back(std::move(s));
+  if (t.chain.is_object()) {
+    // A chain: the library's kernel is generated from its definition.
+    ChainStrategies generated = chain_strategies(t);
+    for (auto& s : generated.strategies)
+      if (s.backend == ctx.device.backend) strategies.push_back(std::move(s));
+    if (strategies.empty() && want.strategies && !want.llm)
+      return leave_out(t, Selection::NoProposer, "no fused kernel: " + generated.why), 0;
+  } else {
+    for (auto& s : load_strategies(*family))
+      if (strategy_applies(s, t, ctx.device.backend)) strategies.push_back(std::move(s));
+  }
   if (!want.llm && (!want.strategies || strategies.empty())) return no_proposer(t, *family, want, ctx.device.backend);
   if (!rt) {
     rt = ensure_runtime(ctx, /*with_worker=*/true);

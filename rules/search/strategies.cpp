@@ -241,6 +241,12 @@ std::string inline_common(const std::string& text, const fs::path& source, int d
 
 }  // namespace
 
+std::string load_template(const fs::path& source) {
+  std::string text;
+  if (!read_file(source, &text)) throw Error("cannot read the template " + source.string());
+  return inline_common(text, source);
+}
+
 std::vector<Strategy> load_strategies(const Family& family) {
   std::vector<Strategy> out;
   if (family.path.empty()) return out;  // a derived family: no library folder
@@ -286,9 +292,8 @@ std::vector<Strategy> load_strategies(const Family& family) {
         st.capacity[fact] = std::move(factors);
       }
     }
-    if (!read_file(st.source, &st.text))
-      throw Error(at("'" + st.name + "': cannot read " + st.source.string()));
-    st.text = inline_common(st.text, st.source);
+    if (!fs::exists(st.source)) throw Error(at("'" + st.name + "': cannot read " + st.source.string()));
+    st.text = load_template(st.source);
     out.push_back(std::move(st));
   }
   return out;

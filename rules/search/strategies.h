@@ -41,6 +41,11 @@ struct Strategy {
   std::string note;
 };
 
+// A template file's text with its `#include "../_common/NAME"` lines replaced
+// by those files (one self-contained source). Throws forge::Error naming the
+// file and line.
+std::string load_template(const std::filesystem::path& source);
+
 // Strategies of `family` (beside its family.yaml). Throws forge::Error naming the
 // file for a malformed library.
 std::vector<Strategy> load_strategies(const Family& family);

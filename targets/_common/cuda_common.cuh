@@ -100,6 +100,16 @@ inline int launch_status() {
   return 1;
 }
 
+// May the host read a float64 at p? Host memory (pageable or pinned), not device memory.
+inline bool host_readable(const void* p) {
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear it: launch_status() must not see it
+    return false;
+  }
+  return attr.type == cudaMemoryTypeUnregistered || attr.type == cudaMemoryTypeHost;
+}
+
 }  // namespace
 
 namespace {

@@ -99,100 +99,103 @@ template <class V> PW_FN V pw_tanh(V x) {
 // 1 / (1 + exp(-x)): -inf gives 0, +inf 1.
 template <class V> PW_FN V pw_sigmoid(V x) { return pw_k(1.0f) / (pw_k(1.0f) + pw_exp(-x)); }
 
-template <class V> PW_FN V pw_unary(V x, const PwScalars& s) {
+// The table's ops by code (PW_relu ...), for the single-op templates
+// (pw_unary/pw_binary below: FORGE_P_OP's code) and for fused chains
+// (targets/chain: one call per op of the chain).
+template <int OP, class V> PW_FN V pw_op_unary(V x, const PwScalars& s) {
   (void)s;
-#if PW_OP == PW_relu
-  return pw_sel(x < pw_k(0.0f), pw_k(0.0f), x);  // NaN stays NaN
-#elif PW_OP == PW_leaky_relu
-  return pw_sel(x > pw_k(0.0f), x, x * pw_k(s.s0));
-#elif PW_OP == PW_gelu
-  if (s.tanh_approx) {
-    // 0.5 x (1 + tanh(u)) = x * sigmoid(2u): no cancellation at negative x.
-    const V u = pw_k(0.7978845608028654f) * (x + pw_k(0.044715f) * x * x * x);
-    return x / (pw_k(1.0f) + pw_exp(pw_k(-2.0f) * u));
-  }
-  // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2); -inf gives NaN (-inf * 0) as stock does.
-  const V r = pw_k(0.5f) * x * pw_erfc(x * pw_k(-0.70710678118654752f));
+  if constexpr (OP == PW_relu) {
+    return pw_sel(x < pw_k(0.0f), pw_k(0.0f), x);  // NaN stays NaN
+  } else if constexpr (OP == PW_leaky_relu) {
+    return pw_sel(x > pw_k(0.0f), x, x * pw_k(s.s0));
+  } else if constexpr (OP == PW_gelu) {
+    if (s.tanh_approx) {
+      // 0.5 x (1 + tanh(u)) = x * sigmoid(2u): no cancellation at negative x.
+      const V u = pw_k(0.7978845608028654f) * (x + pw_k(0.044715f) * x * x * x);
+      return x / (pw_k(1.0f) + pw_exp(pw_k(-2.0f) * u));
+    }
+    // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2); -inf gives NaN (-inf * 0) as stock does.
+    const V r = pw_k(0.5f) * x * pw_erfc(x * pw_k(-0.70710678118654752f));
 #ifndef __CUDACC__
-  // The stock CPU kernel's vector path gives NaN at +inf too (torch 2.14: a
-  // tensor of 7 or more elements; its scalar path, one element, gives inf).
-  return pw_sel(x == pw_k(INFINITY), pw_k(NAN), r);
+    // The stock CPU kernel's vector path gives NaN at +inf too (torch 2.14: a
+    // tensor of 7 or more elements; its scalar path, one element, gives inf).
+    return pw_sel(x == pw_k(INFINITY), pw_k(NAN), r);
 #else
-  return r;
+    return r;
 #endif
-#elif PW_OP == PW_silu
-  return x / (pw_k(1.0f) + pw_exp(-x));  // -inf gives NaN (-inf / inf), as stock does
-#elif PW_OP == PW_sigmoid
-  return pw_sigmoid(x);
-#elif PW_OP == PW_tanh
-  return pw_tanh(x);
-#elif PW_OP == PW_softplus
-  const V xb = x * pw_k(s.s0);
-  return pw_sel(xb > pw_k(s.s1), x, pw_log1p(pw_exp(xb)) / pw_k(s.s0));
-#elif PW_OP == PW_elu
-  // stock: x <= 0 ? expm1(x * input_scale) * (alpha * scale) : x * scale
-  return pw_sel(x > pw_k(0.0f), x * pw_k(s.s1), pw_expm1(x * pw_k(s.s2)) * pw_k(s.s0 * s.s1));
-#elif PW_OP == PW_hardtanh
-  V r = pw_sel(x < pw_k(s.s0), pw_k(s.s0), x);
-  return pw_sel(r > pw_k(s.s1), pw_k(s.s1), r);
-#elif PW_OP == PW_clamp
-  V r = x;
-  if (s.has_lo) r = pw_sel(r < pw_k(s.s0), pw_k(s.s0), r);
-  if (s.has_hi) r = pw_sel(r > pw_k(s.s1), pw_k(s.s1), r);
-  return r;
-#elif PW_OP == PW_hardsigmoid || PW_OP == PW_hardswish
-  V t = x + pw_k(3.0f);
-  t = pw_sel(t < pw_k(0.0f), pw_k(0.0f), t);
-  t = pw_sel(t > pw_k(6.0f), pw_k(6.0f), t);
-#if PW_OP == PW_hardsigmoid
-  return t / pw_k(6.0f);
-#else
-  return x * t / pw_k(6.0f);
-#endif
-#elif PW_OP == PW_mish
-  // x tanh(log1p(e^x)) = x n / (n + 2), n = e^x (e^x + 2); x > 20: tanh is 1
-  // in fp32; x < -20: n / (n + 2) is e^x in fp32, and (x h) h with h = e^(x/2)
-  // keeps x e^x exact where e^x alone is subnormal (x e^x is normal down to -87).
-  const V e = pw_exp(x);
-  const V n = e * (e + pw_k(2.0f));
-  const V h = pw_exp(pw_k(0.5f) * x);
-  const V r = pw_sel(x < pw_k(-20.0f), x * h * h, x * (n / (n + pw_k(2.0f))));
-  return pw_sel(x > pw_k(20.0f), x, r);
-#elif PW_OP == PW_pow
-  // The exponents pointwise_parse.h accepts; others fall back to stock.
-  if (s.s0 == 2.0f) return x * x;
-  if (s.s0 == 3.0f) return x * x * x;
-  if (s.s0 == 1.0f) return x;
-  if (s.s0 == -1.0f) return pw_k(1.0f) / x;
-  if (s.s0 == -2.0f) return pw_k(1.0f) / (x * x);
-  if (s.s0 == 0.5f) return pw_sqrt(x);
-  return pw_k(1.0f) / pw_sqrt(x);  // -0.5
-#elif PW_OP == PW_abs
-  return pw_sel(x < pw_k(0.0f), -x, x);
-#elif PW_OP == PW_neg
-  return -x;
-#elif PW_OP == PW_exp
-  return pw_exp(x);
-#else
-  return x;  // a binary op: pw_binary
-#endif
+  } else if constexpr (OP == PW_silu) {
+    return x / (pw_k(1.0f) + pw_exp(-x));  // -inf gives NaN (-inf / inf), as stock does
+  } else if constexpr (OP == PW_sigmoid) {
+    return pw_sigmoid(x);
+  } else if constexpr (OP == PW_tanh) {
+    return pw_tanh(x);
+  } else if constexpr (OP == PW_softplus) {
+    const V xb = x * pw_k(s.s0);
+    return pw_sel(xb > pw_k(s.s1), x, pw_log1p(pw_exp(xb)) / pw_k(s.s0));
+  } else if constexpr (OP == PW_elu) {
+    // stock: x <= 0 ? expm1(x * input_scale) * (alpha * scale) : x * scale
+    return pw_sel(x > pw_k(0.0f), x * pw_k(s.s1), pw_expm1(x * pw_k(s.s2)) * pw_k(s.s0 * s.s1));
+  } else if constexpr (OP == PW_hardtanh) {
+    V r = pw_sel(x < pw_k(s.s0), pw_k(s.s0), x);
+    return pw_sel(r > pw_k(s.s1), pw_k(s.s1), r);
+  } else if constexpr (OP == PW_clamp) {
+    V r = x;
+    if (s.has_lo) r = pw_sel(r < pw_k(s.s0), pw_k(s.s0), r);
+    if (s.has_hi) r = pw_sel(r > pw_k(s.s1), pw_k(s.s1), r);
+    return r;
+  } else if constexpr (OP == PW_hardsigmoid || OP == PW_hardswish) {
+    V t = x + pw_k(3.0f);
+    t = pw_sel(t < pw_k(0.0f), pw_k(0.0f), t);
+    t = pw_sel(t > pw_k(6.0f), pw_k(6.0f), t);
+  if constexpr (OP == PW_hardsigmoid) return t / pw_k(6.0f);
+    else return x * t / pw_k(6.0f);
+  } else if constexpr (OP == PW_mish) {
+    // x tanh(log1p(e^x)) = x n / (n + 2), n = e^x (e^x + 2); x > 20: tanh is 1
+    // in fp32; x < -20: n / (n + 2) is e^x in fp32, and (x h) h with h = e^(x/2)
+    // keeps x e^x exact where e^x alone is subnormal (x e^x is normal down to -87).
+    const V e = pw_exp(x);
+    const V n = e * (e + pw_k(2.0f));
+    const V h = pw_exp(pw_k(0.5f) * x);
+    const V r = pw_sel(x < pw_k(-20.0f), x * h * h, x * (n / (n + pw_k(2.0f))));
+    return pw_sel(x > pw_k(20.0f), x, r);
+  } else if constexpr (OP == PW_pow) {
+    // The exponents pointwise_parse.h accepts; others fall back to stock.
+    if (s.s0 == 2.0f) return x * x;
+    if (s.s0 == 3.0f) return x * x * x;
+    if (s.s0 == 1.0f) return x;
+    if (s.s0 == -1.0f) return pw_k(1.0f) / x;
+    if (s.s0 == -2.0f) return pw_k(1.0f) / (x * x);
+    if (s.s0 == 0.5f) return pw_sqrt(x);
+    return pw_k(1.0f) / pw_sqrt(x);  // -0.5
+  } else if constexpr (OP == PW_abs) {
+    return pw_sel(x < pw_k(0.0f), -x, x);
+  } else if constexpr (OP == PW_neg) {
+    return -x;
+  } else if constexpr (OP == PW_exp) {
+    return pw_exp(x);
+  } else {
+    return x;  // a binary op: pw_op_binary
+  }
 }
 
 // Elementwise with broadcasting: a op b, in fp32.
-template <class V> PW_FN V pw_binary(V a, V b, const PwScalars& s) {
+template <int OP, class V> PW_FN V pw_op_binary(V a, V b, const PwScalars& s) {
   (void)s;
-#if PW_OP == PW_add
-  return a + b * pw_k(s.s0);
-#elif PW_OP == PW_sub
-  return a - b * pw_k(s.s0);
-#elif PW_OP == PW_mul
-  return a * b;
-#elif PW_OP == PW_div
-  return a / b;
-#else
-  (void)b;
-  return a;
-#endif
+  if constexpr (OP == PW_add) {
+    return a + b * pw_k(s.s0);
+  } else if constexpr (OP == PW_sub) {
+    return a - b * pw_k(s.s0);
+  } else if constexpr (OP == PW_mul) {
+    return a * b;
+  } else if constexpr (OP == PW_div) {
+    return a / b;
+  } else {
+    (void)b;
+    return a;
+  }
 }
+
+template <class V> PW_FN V pw_unary(V x, const PwScalars& s) { return pw_op_unary<PW_OP>(x, s); }
+template <class V> PW_FN V pw_binary(V a, V b, const PwScalars& s) { return pw_op_binary<PW_OP>(a, b, s); }
 
 }  // namespace

@@ -42,15 +42,7 @@
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
 
-#define PW_FN __device__ __forceinline__
-#define PW_MASK bool
-__device__ __forceinline__ float pw_k(float c) { return c; }
-__device__ __forceinline__ float pw_sel(bool m, float a, float b) { return m ? a : b; }
-__device__ __forceinline__ float pw_exp(float x) { return expf(x); }
-__device__ __forceinline__ float pw_expm1(float x) { return expm1f(x); }
-__device__ __forceinline__ float pw_log1p(float x) { return log1pf(x); }
-__device__ __forceinline__ float pw_erfc(float x) { return erfcf(x); }
-__device__ __forceinline__ float pw_sqrt(float x) { return sqrtf(x); }
+#include "../_common/pointwise_cuda_math.cuh"  // pw_k, pw_sel, pw_exp, ... on float
 
 #include "../_common/pointwise_ops.h"  // the op table: pw_unary, pw_binary
 
@@ -183,15 +175,6 @@ int with_operand(const PwOperand& o, F&& f) {
   return with_dtype(o.dtype, static_cast<F&&>(f));
 }
 
-// May the host read a float64 at p? Host memory (pageable or pinned), not device memory.
-inline bool host_readable(const void* p) {
-  cudaPointerAttributes attr;
-  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    (void)cudaGetLastError();  // clear it: launch_status() must not see it
-    return false;
-  }
-  return attr.type == cudaMemoryTypeUnregistered || attr.type == cudaMemoryTypeHost;
-}
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "rules/evaluate/compile.h"
+#include "rules/search/chain_strategies.h"
 #include "tests/rules/evaluate/compile_world.h"
 #include "tests/support.h"
 
@@ -67,6 +68,44 @@ TEST_CASE("every shipped CUDA template's first instance compiles for sm_90a") {
   REQUIRE(cuda.size() >= 10);
   auto rs = w.compile(cuda, {.cuda_arch = "sm_90a"});
   for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, cuda[i].name << ": " << rs[i].log);
+}
+
+// The chain generator's CUDA instance (rules/search/chain_strategies.h) on a
+// chain of every input mode: silu(x) * b + 0.5, b broadcast per row, 0.5 a
+// Python number, in bfloat16.
+TEST_CASE("a generated fused chain compiles for sm_90a") {
+  World w;
+  if (w.ctx->toolchain.nvcc.empty()) {
+    MESSAGE(
+        "SKIPPED (no nvcc on this machine): " << doctest::getContextOptions()->currentTest->m_name);
+    return;
+  }
+  using nlohmann::json;
+  auto tensor = [](std::vector<int64_t> sizes, const char* dtype, json ref) {
+    std::vector<int64_t> strides(sizes.size(), 1);
+    for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
+    return json{{"type", "Tensor"}, {"dtype", dtype}, {"sizes", sizes}, {"strides", strides}, {"device", "cpu"},
+                {"ref", ref}};
+  };
+  const json x = tensor({64, 256}, "bfloat16", {{"input", 0}}), b = tensor({64, 1}, "bfloat16", {{"input", 1}});
+  const json half = tensor({}, "float64", {{"input", 2}});
+  auto out = [&](int op) { return tensor({64, 256}, "bfloat16", {{"op", op}, {"output", 0}}); };
+  Target t;
+  t.args = json::array({x, b, half});
+  t.outputs = json::array({out(0)});
+  t.chain = {{"inputs", 3},
+             {"outputs", 1},
+             {"ops", {{{"op", "aten::silu"}, {"overload", ""}, {"args", {x}}},
+                      {{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {out(0), b}}},
+                      {{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {out(1), half, {{"type", "int"}, {"value", 1}}}}}}}};
+  const auto generated = chain_strategies(t);
+  REQUIRE_MESSAGE(generated.strategies.size() == 2, generated.why);
+  const Strategy& cuda = generated.strategies[1];
+  std::vector<CandidateSource> sources;
+  for (const auto& p : param_grid(cuda))
+    if (p["BLOCK"] == 256) sources.push_back({"chain-VEC" + p["VEC"].dump() + ".cu", instantiate(cuda, p), CandidateLang::Cuda});
+  auto rs = w.compile(sources, {.cuda_arch = "sm_90a"});
+  for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, sources[i].name << ": " << rs[i].log);
 }
 
 TEST_SUITE_END();

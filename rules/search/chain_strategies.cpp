@@ -1,0 +1,247 @@
+#include "rules/search/chain_strategies.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+
+#include "rules/evaluate/family.h"
+
+namespace forge {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// The pointwise table's ops (targets/_common/pointwise_ops.h) by ATen name and
+// overload; binary ones take (self, other[, alpha]).
+struct TableOp {
+  const char* code;
+  bool binary;
+};
+const std::map<std::string, TableOp>& table() {
+  static const std::map<std::string, TableOp> t = {
+      {"relu", {"PW_relu", false}},         {"leaky_relu", {"PW_leaky_relu", false}},
+      {"gelu", {"PW_gelu", false}},         {"silu", {"PW_silu", false}},
+      {"sigmoid", {"PW_sigmoid", false}},   {"tanh", {"PW_tanh", false}},
+      {"softplus", {"PW_softplus", false}}, {"elu", {"PW_elu", false}},
+      {"hardtanh", {"PW_hardtanh", false}}, {"hardsigmoid", {"PW_hardsigmoid", false}},
+      {"hardswish", {"PW_hardswish", false}}, {"mish", {"PW_mish", false}},
+      {"clamp", {"PW_clamp", false}},       {"pow.Tensor_Scalar", {"PW_pow", false}},
+      {"abs", {"PW_abs", false}},           {"neg", {"PW_neg", false}},
+      {"exp", {"PW_exp", false}},           {"add.Tensor", {"PW_add", true}},
+      {"sub.Tensor", {"PW_sub", true}},     {"mul.Tensor", {"PW_mul", true}},
+      {"div.Tensor", {"PW_div", true}},
+  };
+  return t;
+}
+
+bool is_tensor(const json& a) { return a.is_object() && a.value("type", "") == "Tensor"; }
+
+const char* storage(const std::string& dtype) {
+  if (dtype == "float32") return "CHAIN_F32";
+  if (dtype == "bfloat16") return "CHAIN_BF16";
+  if (dtype == "float16") return "CHAIN_F16";
+  return nullptr;
+}
+const char* abi_dtype(const std::string& dtype) {
+  if (dtype == "float32") return "FORGE_FLOAT32";
+  if (dtype == "bfloat16") return "FORGE_BFLOAT16";
+  if (dtype == "float16") return "FORGE_FLOAT16";
+  return nullptr;
+}
+
+std::vector<int64_t> sizes_of(const json& t) { return t.value("sizes", std::vector<int64_t>{}); }
+
+int64_t product(const std::vector<int64_t>& v, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t i = from; i < v.size() && i < to; ++i) p *= v[i];
+  return p;
+}
+
+bool contiguous(const json& t) {
+  const auto sizes = sizes_of(t);
+  const auto strides = t.value("strides", std::vector<int64_t>{});
+  if (sizes.size() != strides.size()) return false;
+  int64_t expect = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] != 1 && strides[d] != expect) return false;
+    expect *= sizes[d];
+  }
+  return true;
+}
+
+// A C++ double literal of v (the kernels convert to float as pointwise_parse.h does).
+std::string number(double v) {
+  if (std::isnan(v)) return "NAN";
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "-INFINITY";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return std::string("static_cast<float>(") + buf + ")";
+}
+
+// The value of argument i of an op (a number, a bool, None), or the default.
+std::optional<double> scalar_arg(const json& args, size_t i, std::optional<double> fallback) {
+  if (i >= args.size()) return fallback;
+  const json& v = args[i].value("value", json());
+  if (args[i].value("type", "") == "None" || v.is_null()) return std::nullopt;
+  if (v.is_number()) return v.get<double>();
+  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
+  return fallback;
+}
+
+}  // namespace
+
+std::string chain_definition(const Target& t, std::string* why) {
+  const json ops = t.chain.value("ops", json::array());
+  if (!t.chain.is_object() || ops.empty()) return *why = "not a chain", "";
+  if (t.outputs.size() != 1 || !is_tensor(t.outputs[0])) return *why = "the chain returns more than one tensor", "";
+  const json& out = t.outputs[0];
+  const std::string out_dtype = out.value("dtype", "");
+  if (!storage(out_dtype)) return *why = "its output is " + out_dtype + " (the fused kernels write float32, bfloat16, float16)", "";
+  if (!contiguous(out)) return *why = "its output is not contiguous", "";
+  const std::vector<int64_t> out_sizes = sizes_of(out);
+  const int64_t numel = product(out_sizes);
+
+  std::string list, text;
+  for (size_t k = 0; k < t.args.size(); ++k) {
+    const json& a = t.args[k];
+    const std::string dtype = a.value("dtype", "");
+    const std::vector<int64_t> sizes = sizes_of(a);
+    const std::string where = "input " + std::to_string(k) + " (" + a.value("name", "") + ")";
+    std::string entry;
+    auto add = [&](const char* type, const char* dt, const char* mode, int64_t inner, int64_t n) {
+      entry = std::string(" X(") + std::to_string(k) + ", " + type + ", " + dt + ", " + mode + ", " +
+              std::to_string(inner) + ", " + std::to_string(n) + ")";
+    };
+    if (!is_tensor(a)) return *why = where + " is not a tensor", "";
+    if (dtype == "float64" && product(sizes) == 1 && a.value("device", "cpu") == "cpu") {
+      add("CHAIN_F32", "FORGE_FLOAT64", "CHAIN_VALUE", 1, 1);  // a Python number
+    } else if (!storage(dtype)) {
+      return *why = where + " is " + dtype + " (the fused kernels read float32, bfloat16, float16)", "";
+    } else if (!contiguous(a)) {
+      return *why = where + " is not contiguous", "";
+    } else if (sizes == out_sizes) {
+      add(storage(dtype), abi_dtype(dtype), "CHAIN_FULL", 1, numel);
+    } else {
+      // Broadcast: sizes align from the right; the dims where the input is not
+      // 1 must be one span [lo, hi) of the output's, where it matches them.
+      if (sizes.size() > out_sizes.size()) return *why = where + " has more dims than the output", "";
+      const size_t off = out_sizes.size() - sizes.size();
+      size_t lo = out_sizes.size(), hi = 0;
+      for (size_t d = 0; d < sizes.size(); ++d) {
+        if (sizes[d] == 1) continue;
+        if (sizes[d] != out_sizes[off + d]) return *why = where + " does not broadcast to the output", "";
+        lo = std::min(lo, off + d);
+        hi = off + d + 1;
+      }
+      if (lo > hi) lo = hi = out_sizes.size();  // one element
+      for (size_t d = lo; d < hi; ++d)
+        if (out_sizes[d] != 1 && (d < off || sizes[d - off] == 1))
+          return *why = where + " broadcasts along dims that are not adjacent", "";
+      add(storage(dtype), abi_dtype(dtype), "CHAIN_BCAST", product(out_sizes, hi), product(out_sizes, lo, hi));
+    }
+    list += entry;
+  }
+
+  std::string body;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    const json& op = ops[j];
+    std::string name = op.value("op", "");
+    if (name.rfind("aten::", 0) == 0) name = name.substr(6);
+    const std::string overload = op.value("overload", "");
+    const std::string full = name + (overload.empty() ? "" : "." + overload);
+    const std::string where = "op " + std::to_string(j) + " (" + full + ")";
+    if (!name.empty() && name.back() == '_') return *why = where + " is in place", "";
+    auto it = table().find(full);
+    if (it == table().end()) return *why = where + " is not in the pointwise table", "";
+    const json& args = op.value("args", json::array());
+    std::vector<std::string> operands;
+    for (const auto& a : args) {
+      if (!is_tensor(a)) continue;
+      const json& ref = a.value("ref", json());
+      if (ref.contains("input")) operands.push_back("in[" + std::to_string(ref["input"].get<int>()) + "]");
+      else if (ref.value("output", 0) != 0) return *why = where + " reads an op's second output", "";
+      else operands.push_back("t" + std::to_string(ref.value("op", 0)));
+    }
+    const bool binary = it->second.binary;
+    if (operands.size() != (binary ? 2u : 1u)) return *why = where + " takes " + std::to_string(operands.size()) + " tensors", "";
+    // PwScalars {s0, s1, s2, has_lo, has_hi, tanh_approx} as pointwise_parse.h fills them.
+    double s[3] = {0, 0, 0};
+    int has_lo = 0, has_hi = 0, tanh_approx = 0;
+    auto need = [&](size_t i, double fallback, double* into) {
+      auto v = scalar_arg(args, i, fallback);
+      if (!v) return false;
+      *into = *v;
+      return true;
+    };
+    const std::string code = it->second.code;
+    bool ok = true;
+    if (code == "PW_leaky_relu") ok = need(1, 0.01, &s[0]);
+    else if (code == "PW_softplus") ok = need(1, 1, &s[0]) && need(2, 20, &s[1]) && s[0] != 0;
+    else if (code == "PW_elu") ok = need(1, 1, &s[0]) && need(2, 1, &s[1]) && need(3, 1, &s[2]);
+    else if (code == "PW_hardtanh") ok = need(1, -1, &s[0]) && need(2, 1, &s[1]);
+    else if (code == "PW_add" || code == "PW_sub") ok = need(2, 1, &s[0]);
+    else if (code == "PW_pow") {
+      ok = need(1, 0, &s[0]);
+      const double e = s[0];
+      if (ok && !(e == 2 || e == 3 || e == 1 || e == -1 || e == -2 || e == 0.5 || e == -0.5))
+        return *why = where + ": exponent " + std::to_string(e) + " is not one the table computes", "";
+    } else if (code == "PW_clamp") {
+      auto lo = scalar_arg(args, 1, std::nullopt), hi = scalar_arg(args, 2, std::nullopt);
+      has_lo = lo.has_value(), has_hi = hi.has_value();
+      s[0] = lo.value_or(0), s[1] = hi.value_or(0);
+    } else if (code == "PW_gelu") {
+      const std::string mode = args.size() > 1 ? args[1].value("value", "none") : "none";
+      if (mode != "none" && mode != "tanh") return *why = where + ": approximate '" + mode + "'", "";
+      tanh_approx = mode == "tanh";
+    }
+    if (!ok) return *why = where + ": a scalar argument the table needs is missing", "";
+    const std::string scalars = "PwScalars{" + number(s[0]) + ", " + number(s[1]) + ", " + number(s[2]) + ", " +
+                                std::to_string(has_lo) + ", " + std::to_string(has_hi) + ", " +
+                                std::to_string(tanh_approx) + "}";
+    body += "  const V t" + std::to_string(j) + " = " + (binary ? "pw_op_binary<" : "pw_op_unary<") + code + ">(" +
+            operands[0] + (binary ? ", " + operands[1] : "") + ", " + scalars + ");  // " + full + "\n";
+  }
+  text += "// The chain, generated by forge from the target (rules/search/chain_strategies.cpp).\n";
+  text += "#define CHAIN_INPUTS " + std::to_string(t.args.size()) + "\n";
+  text += std::string("#define CHAIN_Y ") + storage(out_dtype) + "\n";
+  text += std::string("#define CHAIN_Y_DTYPE ") + abi_dtype(out_dtype) + "\n";
+  text += "constexpr int64_t kChainNumel = " + std::to_string(numel) + ";\n";
+  text += "// X(input, storage type, forge dtype, CHAIN_FULL | CHAIN_BCAST | CHAIN_VALUE, inner, n)\n";
+  text += "#define CHAIN_INPUT_LIST(X)" + list + "\n";
+  text += "template <class V>\nPW_FN V chain_body(const V* in) {\n" + body + "  return t" +
+          std::to_string(ops.size() - 1) + ";\n}\n";
+  return text;
+}
+
+ChainStrategies chain_strategies(const Target& t) {
+  ChainStrategies out;
+  const std::string definition = chain_definition(t, &out.why);
+  if (definition.empty()) return out;
+  const fs::path dir = default_targets_dir() / "chain";
+  const std::string marker = "// FORGE_CHAIN (forge replaces this line with the generated chain)";
+  struct Spec {
+    const char* backend;
+    const char* file;
+    json params;
+  };
+  const Spec specs[] = {{"cpu", "cpu_fused_pointwise.cpp", json{{"ISA", {0, 2, 3}}, {"UNROLL", {2, 1, 4}}}},
+                        {"cuda", "cuda_fused_pointwise.cu", json{{"BLOCK", {256, 128, 512}}, {"VEC", {4, 8, 2, 1}}}}};
+  for (const auto& spec : specs) {
+    Strategy s;
+    s.name = "fused_pointwise";
+    s.backend = spec.backend;
+    s.source = dir / spec.file;
+    s.params = spec.params;
+    s.note = "the chain's ops in one pass, generated from its definition";
+    s.text = load_template(s.source);
+    const size_t at = s.text.find(marker);
+    if (at == std::string::npos) throw std::runtime_error(s.source.string() + " has no FORGE_CHAIN line");
+    s.text.replace(at, marker.size(), definition);
+    out.strategies.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace forge

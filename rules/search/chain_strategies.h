@@ -1,0 +1,30 @@
+// The strategy library's kernels for a chain target (Target::chain,
+// rules/capture/chain_target.h): when every op of the chain is one the
+// pointwise table computes (targets/_common/pointwise_ops.h: relu ... exp,
+// add/sub/mul/div.Tensor), a fused pass generated from the chain's definition
+// into targets/chain/'s templates, for the CPU and for CUDA. The generated
+// part names each op with its captured constants (alpha, slope, exponent...)
+// and how each input is indexed (the output's size, broadcast along one span
+// of dims, or a float64 Python number); the kernel checks all of it again at
+// run time and declines anything else.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/target.h"
+#include "rules/search/strategies.h"
+
+namespace forge {
+
+struct ChainStrategies {
+  std::vector<Strategy> strategies;  // one per backend; empty when `why` says why not
+  std::string why;
+};
+ChainStrategies chain_strategies(const Target& t);
+
+// The generated part alone (what replaces the templates' FORGE_CHAIN line),
+// or "" with *why.
+std::string chain_definition(const Target& t, std::string* why);
+
+}  // namespace forge

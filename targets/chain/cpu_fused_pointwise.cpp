@@ -1,0 +1,131 @@
+/* chain, CPU strategy "fused_pointwise": a chain of elementwise ops of the
+ * pointwise table (targets/_common/pointwise_ops.h) in one pass over fp32
+ * vector lanes: every input read once, the output written once,
+ * intermediates in registers.
+ *
+ * forge generates the chain's part from the target (rules/search/
+ * chain_strategies.h) and puts it where the FORGE_CHAIN line stands: the
+ * inputs' types and how each is indexed (CHAIN_INPUT_LIST), the output's type
+ * and size, and chain_body, one pw_op_* call per op with the op's captured
+ * constants. Without it (this file alone) the chain is y = silu(x) * x.
+ *
+ * Math: y[j] = body(in_0[idx_0(j)], ...) in fp32 whatever the storage dtypes,
+ * rounded once to y's dtype; the table's inlined exp/expm1/log1p/erfc
+ * (pointwise_cpu_math.h). Shapes and checks: as the CUDA template
+ * (chain_checks.h).
+ *
+ * Why it is fast: the stock chain runs one TensorIterator loop per op and
+ * reads and writes every intermediate; here FORGE_P_UNROLL independent
+ * vectors per step, full-size inputs loaded as vectors, broadcast ones
+ * gathered lane by lane (a constant one splat once).
+ * Single-threaded (the worker refuses OpenMP runtimes: docs/CANDIDATE_ABI.md).
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "forge_kernel.h"
+
+#include "../_common/chain_checks.h"  // CHAIN_FULL/BCAST/VALUE and the call's checks (host code, before the ISA region)
+
+#pragma GCC diagnostic ignored "-Wpsabi" /* vectors wider than the target ISA are fine: all inline */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized" /* GCC 12 false positives inside the fp16 */
+#pragma GCC diagnostic ignored "-Wuninitialized"      /* conversion intrinsics (_mm512_cvt*ph*) */
+
+#ifndef FORGE_P_ISA
+#define FORGE_P_ISA 0 /* 0: as compiled (-march); 2: AVX2 paths; 3: AVX-512 paths (run-time checked) */
+#endif
+#ifndef FORGE_P_UNROLL
+#define FORGE_P_UNROLL 2 /* independent vectors in flight: 1, 2, 4 */
+#endif
+
+#include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/pointwise_cpu_math.h"  // pw_k, pw_sel, pw_exp, ... on vf
+#include "../_common/pointwise_ops.h"  // the op table: pw_op_unary, pw_op_binary
+
+#define CHAIN_F32 float
+#define CHAIN_BF16 bf16
+#define CHAIN_F16 f16
+
+// FORGE_CHAIN (forge replaces this line with the generated chain)
+#ifndef CHAIN_INPUTS
+#define CHAIN_INPUTS 1
+#define CHAIN_Y CHAIN_F32
+#define CHAIN_Y_DTYPE FORGE_FLOAT32
+constexpr int64_t kChainNumel = 4096;
+#define CHAIN_INPUT_LIST(X) X(0, CHAIN_F32, FORGE_FLOAT32, CHAIN_FULL, 1, 4096)
+template <class V>
+PW_FN V chain_body(const V* in) {
+  const PwScalars none{0.0f, 0.0f, 0.0f, 0, 0, 0};
+  const V t0 = pw_op_unary<PW_silu>(in[0], none);
+  return pw_op_binary<PW_mul>(t0, in[0], none);
+}
+#endif
+
+constexpr int U = FORGE_P_UNROLL;
+static_assert(U >= 1 && U <= 8, "FORGE_P_UNROLL must be 1..8");
+
+struct ChainPtrs {
+  const void* in[CHAIN_INPUTS];
+  float value[CHAIN_INPUTS];
+  void* y;
+};
+
+// Lanes j .. j+m-1 (m <= W) of input k; lanes past m repeat the first.
+template <int K, class T, int MODE>
+inline vf chain_lanes(const ChainPtrs& p, int64_t j, int64_t m, int64_t inner, int64_t n) {
+  if constexpr (MODE == CHAIN_VALUE) {
+    return splat(p.value[K]);
+  } else {
+    const T* x = static_cast<const T*>(p.in[K]);
+    if constexpr (MODE == CHAIN_FULL) {
+      return m == W ? load(x + j) : load_part(x + j, m, x[j]);
+    } else if (n == 1) {
+      return splat(to_f32(x[0]));
+    } else {
+      T tmp[W];
+      for (int k = 0; k < W; ++k) tmp[k] = x[((j + (k < m ? k : 0)) / inner) % n];
+      return load(tmp);
+    }
+  }
+}
+
+#define CHAIN_LOAD(k, T, DT, MODE, INNER, NN) in[k] = chain_lanes<k, T, MODE>(p, j, m, INNER, NN);
+
+inline vf chain_at(const ChainPtrs& p, int64_t j, int64_t m) {
+  vf in[CHAIN_INPUTS];
+  CHAIN_INPUT_LIST(CHAIN_LOAD)
+  return chain_body<vf>(in);
+}
+
+__attribute__((noinline)) int chain_run(const ChainPtrs& p) {
+  CHAIN_Y* y = static_cast<CHAIN_Y*>(p.y);
+  const int64_t n = kChainNumel;
+  int64_t j = 0;
+  for (; j + U * W <= n; j += U * W) {
+    vf r[U];
+    for (int u = 0; u < U; ++u) r[u] = chain_at(p, j + u * W, W);
+    for (int u = 0; u < U; ++u) store(y + j + u * W, r[u]);
+  }
+  for (; j + W <= n; j += W) store(y + j, chain_at(p, j, W));
+  if (j < n) store_part(y + j, chain_at(p, j, n - j), n - j);
+  return 0;
+}
+
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok and the host-side tensor checks
+
+#define CHAIN_CHECK(k, T, DT, MODE, INNER, NN)                                                         \
+  if (!chain_input_ok(call->inputs[k], DT, MODE, NN, kChainNumel, &p.value[k], [](const void*) { return true; })) \
+    return 1;                                                                                          \
+  p.in[k] = call->inputs[k].data;
+
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != CHAIN_INPUTS || !chain_output_ok(call, CHAIN_Y_DTYPE, kChainNumel) || !cpu_ok())
+    return 1;
+  ChainPtrs p{};
+  CHAIN_INPUT_LIST(CHAIN_CHECK)
+  p.y = call->outputs[0].data;
+  if (kChainNumel == 0) return 0;
+  return chain_run(p);
+}

@@ -1,0 +1,156 @@
+/* chain, CUDA strategy "fused_pointwise": a chain of elementwise ops of the
+ * pointwise table (targets/_common/pointwise_ops.h) in one pass: every input
+ * read once, the output written once, intermediates in registers.
+ *
+ * forge generates the chain's part from the target (rules/search/
+ * chain_strategies.h) and puts it where the FORGE_CHAIN line stands: the
+ * inputs' types and how each is indexed (CHAIN_INPUT_LIST), the output's type
+ * and size, and chain_body, one pw_op_* call per op with the op's captured
+ * constants. Without it (this file alone) the chain is y = silu(x) * x.
+ *
+ * Math: y[j] = body(in_0[idx_0(j)], ...) in fp32 whatever the storage dtypes,
+ * rounded once to y's dtype (the stock chain rounds every intermediate to its
+ * dtype: a 16-bit chain is closer to float64 here than stock is).
+ * Shapes: the output contiguous; each input the output's size (contiguous),
+ * broadcast along one span of dims ((j / inner) % n), or a float64 Python
+ * number in host memory.
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * the inputs and output as generated (chain_checks.h). A launch failure
+ * returns 1.
+ *
+ * Why it is fast: the stock chain reads and writes every intermediate; here
+ * VEC elements per thread, 16-byte accesses for the full-size tensors when
+ * every pointer is aligned, grid-stride loop.
+ * Compiled here (nvcc 13, sm_90a) but not run on this machine: no GPU.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "forge_kernel.h"
+
+#ifndef FORGE_P_BLOCK
+#define FORGE_P_BLOCK 256 /* threads per block: 128, 256, 512 */
+#endif
+#ifndef FORGE_P_VEC
+#define FORGE_P_VEC 4 /* elements per thread per step: 1, 2, 4, 8 */
+#endif
+
+#include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/pointwise_cuda_math.cuh"  // pw_k, pw_sel, pw_exp, ... on float
+#include "../_common/pointwise_ops.h"  // the op table: pw_op_unary, pw_op_binary
+#include "../_common/chain_checks.h"  // CHAIN_FULL/BCAST/VALUE and the call's checks
+
+#define CHAIN_F32 float
+#define CHAIN_BF16 __nv_bfloat16
+#define CHAIN_F16 __half
+
+// FORGE_CHAIN (forge replaces this line with the generated chain)
+#ifndef CHAIN_INPUTS
+#define CHAIN_INPUTS 1
+#define CHAIN_Y CHAIN_F32
+#define CHAIN_Y_DTYPE FORGE_FLOAT32
+constexpr int64_t kChainNumel = 4096;
+#define CHAIN_INPUT_LIST(X) X(0, CHAIN_F32, FORGE_FLOAT32, CHAIN_FULL, 1, 4096)
+template <class V>
+PW_FN V chain_body(const V* in) {
+  const PwScalars none{0.0f, 0.0f, 0.0f, 0, 0, 0};
+  const V t0 = pw_op_unary<PW_silu>(in[0], none);
+  return pw_op_binary<PW_mul>(t0, in[0], none);
+}
+#endif
+
+namespace {
+
+constexpr int BLOCK = FORGE_P_BLOCK;
+constexpr int VEC = FORGE_P_VEC;
+static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 up to 1024");
+static_assert(VEC == 1 || VEC == 2 || VEC == 4 || VEC == 8, "FORGE_P_VEC: 1, 2, 4 or 8");
+
+struct ChainPtrs {
+  const void* in[CHAIN_INPUTS];
+  float value[CHAIN_INPUTS];
+  void* y;
+};
+
+// Element j of input k.
+template <int K, class T, int MODE>
+__device__ __forceinline__ float chain_in(const ChainPtrs& p, int64_t j, int64_t inner, int64_t n) {
+  if constexpr (MODE == CHAIN_VALUE) return p.value[K];
+  else if constexpr (MODE == CHAIN_FULL) return Io<T>::to(static_cast<const T*>(p.in[K])[j]);
+  else return Io<T>::to(static_cast<const T*>(p.in[K])[(j / inner) % n]);
+}
+
+// N elements from i of input k: one access for a full-size input when N > 1
+// (the host checked the alignment).
+template <int K, class T, int MODE, int N>
+__device__ __forceinline__ void chain_in_n(const ChainPtrs& p, int64_t i, int64_t inner, int64_t n, float (&v)[N]) {
+  if constexpr (MODE == CHAIN_FULL && N > 1) {
+    load_n<T, N>(static_cast<const T*>(p.in[K]) + i, v);
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) v[e] = chain_in<K, T, MODE>(p, i + e, inner, n);
+  }
+}
+
+#define CHAIN_LOAD_N(k, T, DT, MODE, INNER, NN) chain_in_n<k, T, MODE, N>(p, i, INNER, NN, in[k]);
+#define CHAIN_LOAD_1(k, T, DT, MODE, INNER, NN) v[k] = chain_in<k, T, MODE>(p, j, INNER, NN);
+
+template <int N>
+__global__ void __launch_bounds__(BLOCK) chain_fused(ChainPtrs p, int64_t numel) {
+  CHAIN_Y* y = static_cast<CHAIN_Y*>(p.y);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * BLOCK * N;
+  for (int64_t i = (static_cast<int64_t>(blockIdx.x) * BLOCK + threadIdx.x) * N; i < numel; i += step) {
+    if (i + N <= numel) {
+      float in[CHAIN_INPUTS][N], r[N];
+      CHAIN_INPUT_LIST(CHAIN_LOAD_N)
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        float v[CHAIN_INPUTS];
+#pragma unroll
+        for (int k = 0; k < CHAIN_INPUTS; ++k) v[k] = in[k][e];
+        r[e] = chain_body<float>(v);
+      }
+      store_n<CHAIN_Y, N>(y + i, r);
+    } else {
+      for (int64_t j = i; j < numel; ++j) {
+        float v[CHAIN_INPUTS];
+        CHAIN_INPUT_LIST(CHAIN_LOAD_1)
+        y[j] = Io<CHAIN_Y>::from(chain_body<float>(v));
+      }
+    }
+  }
+}
+
+// Every full-size tensor (and y) aligned to N of its elements.
+#define CHAIN_ALIGNED(k, T, DT, MODE, INNER, NN) \
+  ok = ok && (MODE != CHAIN_FULL || reinterpret_cast<uintptr_t>(p.in[k]) % (VEC * sizeof(T)) == 0);
+
+int launch(const ChainPtrs& p, cudaStream_t stream) {
+  bool ok = reinterpret_cast<uintptr_t>(p.y) % (VEC * sizeof(CHAIN_Y)) == 0;
+  CHAIN_INPUT_LIST(CHAIN_ALIGNED)
+  const int64_t per = static_cast<int64_t>(BLOCK) * (ok ? VEC : 1);
+  const int64_t want = (kChainNumel + per - 1) / per;
+  const unsigned grid = static_cast<unsigned>(want < 65535 * 32 ? want : 65535 * 32);
+  if (ok) chain_fused<VEC><<<grid, BLOCK, 0, stream>>>(p, kChainNumel);
+  else chain_fused<1><<<grid, BLOCK, 0, stream>>>(p, kChainNumel);
+  return launch_status();
+}
+
+#define CHAIN_CHECK(k, T, DT, MODE, INNER, NN)                                                               \
+  if (!chain_input_ok(call->inputs[k], DT, MODE, NN, kChainNumel, &p.value[k], host_readable)) return 1; \
+  p.in[k] = call->inputs[k].data;
+
+}  // namespace
+
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != CHAIN_INPUTS || !chain_output_ok(call, CHAIN_Y_DTYPE, kChainNumel)) return 1;
+  ChainPtrs p{};
+  CHAIN_INPUT_LIST(CHAIN_CHECK)
+  p.y = call->outputs[0].data;
+  if (kChainNumel == 0) return 0;
+  return launch(p, static_cast<cudaStream_t>(call->stream));
+}

@@ -1,0 +1,147 @@
+// The strategy library's fused kernel for a chain (rules/search/chain_strategies.h):
+// which chains it takes and why it refuses the others, and a generated CPU
+// kernel computing a chain with a broadcast input and a Python number,
+// checked element by element against the chain computed in double.
+#include <doctest/doctest.h>
+#include <dlfcn.h>
+
+#include <cmath>
+#include <memory>
+
+#include "rules/evaluate/compile.h"
+#include "rules/search/chain_strategies.h"
+#include "runtime/abi/forge_kernel.h"
+#include "tests/support.h"
+#include "util/process.h"
+
+namespace forge {
+using nlohmann::json;
+
+TEST_SUITE_BEGIN("rules::ChainStrategies");
+
+namespace {
+json tensor(std::vector<int64_t> sizes, std::string dtype = "float32", std::string device = "cpu") {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
+  return {{"type", "Tensor"}, {"dtype", dtype}, {"sizes", sizes}, {"strides", strides}, {"device", device}};
+}
+json input(json t, int k) {
+  t["ref"] = {{"input", k}};
+  return t;
+}
+json link(json t, int op) {
+  t["ref"] = {{"op", op}, {"output", 0}};
+  return t;
+}
+json number(double v) { return {{"type", "float"}, {"value", v}}; }
+
+// y = relu((x * 0.5 + b) ** 2 - x), x [4, 6, 5], b [6, 1] (per "channel"), 0.5
+// a Python number: mul.Tensor, add.Tensor (alpha 1), pow 2, sub (alpha 2), relu.
+Target chain() {
+  const json x = tensor({4, 6, 5}), b = tensor({6, 1}), half = tensor({}, "float64");
+  Target t;
+  t.op = "forge_chain::c_test";
+  t.args = json::array({x, half, b, x});
+  t.outputs = json::array({x});
+  json ops = json::array();
+  ops.push_back({{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {input(x, 0), input(half, 1)}}});
+  ops.push_back({{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {link(x, 0), input(b, 2), number(1)}}});
+  ops.push_back({{"op", "aten::pow"}, {"overload", "Tensor_Scalar"}, {"args", {link(x, 1), number(2)}}});
+  ops.push_back({{"op", "aten::sub"}, {"overload", "Tensor"}, {"args", {link(x, 2), input(x, 3), number(2)}}});
+  ops.push_back({{"op", "aten::relu"}, {"overload", ""}, {"args", {link(x, 3)}}});
+  t.chain = {{"inputs", 4}, {"ops", ops}, {"outputs", 1}};
+  return t;
+}
+}  // namespace
+
+TEST_CASE("a chain of table ops gets a fused kernel; every other chain says why not") {
+  std::string why;
+  const std::string def = chain_definition(chain(), &why);
+  CAPTURE(why);
+  REQUIRE_FALSE(def.empty());
+  CHECK(def.find("X(1, CHAIN_F32, FORGE_FLOAT64, CHAIN_VALUE, 1, 1)") != std::string::npos);
+  CHECK(def.find("X(2, CHAIN_F32, FORGE_FLOAT32, CHAIN_BCAST, 5, 6)") != std::string::npos);  // (j / 5) % 6
+  CHECK(def.find("X(3, CHAIN_F32, FORGE_FLOAT32, CHAIN_FULL, 1, 120)") != std::string::npos);
+  CHECK(def.find("pw_op_binary<PW_sub>(t2, in[3], PwScalars{static_cast<float>(2)") != std::string::npos);
+  auto strategies = chain_strategies(chain()).strategies;
+  REQUIRE(strategies.size() == 2);
+  CHECK(strategies[0].backend == "cpu");
+  CHECK(strategies[1].backend == "cuda");
+  CHECK(strategies[1].text.find("FORGE_CHAIN (forge replaces") == std::string::npos);
+
+  auto refused = [](Target t) {
+    std::string why;
+    CHECK(chain_definition(t, &why).empty());
+    return why;
+  };
+  Target mean = chain();
+  mean.chain["ops"][4] = {{"op", "aten::mean"}, {"overload", "dim"}, {"args", {link(tensor({4, 6, 5}), 3)}}};
+  CHECK(refused(mean) == "op 4 (mean.dim) is not in the pointwise table");
+  Target inplace = chain();
+  inplace.chain["ops"][4]["op"] = "aten::relu_";
+  CHECK(refused(inplace) == "op 4 (relu_) is in place");
+  Target odd_power = chain();
+  odd_power.chain["ops"][2]["args"][1] = number(2.5);
+  CHECK(refused(odd_power).find("exponent 2.5") != std::string::npos);
+  Target strided = chain();
+  strided.args[3]["strides"] = {1, 4, 24};
+  CHECK(refused(strided) == "input 3 () is not contiguous");
+  Target gap = chain();
+  gap.args[2] = tensor({4, 1, 5});  // dims 0 and 2 but not 1: no single span
+  CHECK(refused(gap) == "input 2 () broadcasts along dims that are not adjacent");
+  Target two_outputs = chain();
+  two_outputs.outputs.push_back(tensor({4, 6, 5}));
+  CHECK(refused(two_outputs) == "the chain returns more than one tensor");
+}
+
+TEST_CASE("the generated CPU kernel computes the chain, broadcast and Python number included") {
+  const Strategy s = chain_strategies(chain()).strategies.at(0);
+  test::TempDir tmp;
+  test::write_text(tmp / "candidate.cpp", instantiate(s, param_grid(s).front()));
+  Command compile;
+  compile.argv = compile_flags(CandidateLang::Cpp, "");
+  for (std::string a : {(tmp / "candidate.cpp").string(), std::string("-o"), (tmp / "candidate.so").string()})
+    compile.argv.push_back(a);
+  compile.timeout_seconds = 120;
+  const CommandResult built = make_process_runner()->run(compile);
+  REQUIRE_MESSAGE(built.ok(), built.err);
+  std::unique_ptr<void, int (*)(void*)> lib(dlopen((tmp / "candidate.so").c_str(), RTLD_NOW | RTLD_LOCAL), dlclose);
+  REQUIRE_MESSAGE(lib, dlerror());
+  void* entry = dlsym(lib.get(), "forge_kernel");
+  REQUIRE(entry);
+  auto kernel = reinterpret_cast<int (*)(const forge_call*)>(entry);
+
+  std::vector<float> x(120), b(6), y(120, NAN);
+  double half = 0.5;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * static_cast<double>(i)) * 3.0;
+  for (size_t c = 0; c < b.size(); ++c) b[c] = 0.25f * static_cast<float>(c) - 0.5f;
+  auto view = [](void* data, std::vector<int64_t> sizes, int32_t dtype) {
+    forge_tensor t{};
+    t.data = data, t.ndim = static_cast<int32_t>(sizes.size()), t.dtype = dtype;
+    int64_t stride = 1;
+    for (size_t d = sizes.size(); d-- > 0;) t.sizes[d] = sizes[d], t.strides[d] = stride, stride *= sizes[d];
+    return t;
+  };
+  forge_tensor in[4] = {view(x.data(), {4, 6, 5}, FORGE_FLOAT32), view(&half, {}, FORGE_FLOAT64),
+                        view(b.data(), {6, 1}, FORGE_FLOAT32), view(x.data(), {4, 6, 5}, FORGE_FLOAT32)};
+  forge_tensor out[1] = {view(y.data(), {4, 6, 5}, FORGE_FLOAT32)};
+  forge_call call{};
+  call.inputs = in, call.n_inputs = 4, call.outputs = out, call.n_outputs = 1;
+  REQUIRE(kernel(&call) == 0);
+  for (int64_t j = 0; j < 120; ++j) {
+    const double t = static_cast<double>(x[j]) * 0.5 + b[(j / 5) % 6];
+    const double want = std::max(0.0, t * t - 2.0 * x[j]);
+    CAPTURE(j);
+    CHECK(std::fabs(y[j] - want) <= 1e-6 * (1.0 + t * t + 2.0 * std::fabs(x[j])));  // fp32 against double
+  }
+  // Another call than the one generated for: the kernel declines it.
+  in[2] = view(b.data(), {3, 1}, FORGE_FLOAT32);
+  CHECK(kernel(&call) != 0);
+  in[2] = view(b.data(), {6, 1}, FORGE_FLOAT32);
+  half = 0.5;
+  in[1].dtype = FORGE_FLOAT32;  // a float32 number is no Python number
+  CHECK(kernel(&call) != 0);
+}
+
+TEST_SUITE_END();
+}  // namespace forge
