@@ -50,7 +50,7 @@ def ratio(a, b):
     return a / b if a and b else None
 
 
-def line(env, problem, cls, ops, scale, budget, rows, e2e, ceiling, why, seconds):
+def line(env, problem, cls, ops, scale, budget, rows, e2e, ceiling, why, seconds, peers=None):
     """One problem's line: forge's targets and shipped kernel, the model end
     to end four ways (same run), the copy floor of the model's inputs and
     outputs, and the reason when nothing ships."""
@@ -74,7 +74,7 @@ def line(env, problem, cls, ops, scale, budget, rows, e2e, ceiling, why, seconds
                            for w in ("eager", "eager+forge", "compile", "compile+forge")},
                 checksums={w: (e2e.get(w) or {}).get("checksum") for w in e2e},
                 errors={w: (e2e.get(w) or {}).get("errors") for w in e2e if (e2e.get(w) or {}).get("errors")} or None,
-                seconds=seconds)
+                seconds=seconds, **({"peers": peers} if peers is not None else {}))
 
 
 def table(lines):

@@ -59,6 +59,8 @@ def args():
     ap.add_argument("--deadline", type=int, default=0, help="seconds for the whole run: no problem starts "
                     "within --reserve of it (0 = none)")
     ap.add_argument("--reserve", type=int, default=150, help="seconds a problem's measuring needs after its build")
+    ap.add_argument("--no-peers", dest="peers", action="store_false",
+                    help="skip Liger-Kernel and quack-kernels on the problem's inputs (peers.py)")
     ap.add_argument("--keep-stores", action="store_true",
                     help="keep each project's .forge (default: its small files in store.tgz, the rest removed)")
     return ap.parse_args()
@@ -84,6 +86,26 @@ def forge_build(forge, d, timeout):
         return json.loads(out), p.returncode, err
     except ValueError:
         return None, p.returncode, err
+
+
+def run_peers(path, a):
+    """peers.py in its own process (Triton and CuTe compile there): {peer: result}."""
+    cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers.py"), path,
+           "--device", a.device, "--iters", str(a.iters), "--scale", str(a.scale)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        got = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 and p.stdout.strip() else None
+        if got is None:
+            return {"error": "rc %d: %s" % (p.returncode, (p.stderr or p.stdout).strip()[-300:])}
+    except subprocess.TimeoutExpired:
+        return {"error": "timed out after 300 s"}
+    except ValueError as e:
+        return {"error": "unreadable output: %s" % e}
+    for peer, r in got.items():
+        ms = (r.get("ms") or {}).get("median")
+        print("   %s: %s" % (peer, "%.4g ms" % ms if ms else r.get("error") or "no match (max diff %s)" % r.get("max_abs_diff")),
+              flush=True)
+    return got
 
 
 def one_problem(a, env, stem, path, limit):
@@ -112,6 +134,7 @@ def one_problem(a, env, stem, path, limit):
     run = lambda mode, pk: measure.one(model, path, a.scale, a.device, a.iters, 300, mode, pk, run_env)
     modes = [m for m in a.compile_modes.split(",") if m]
     e2e = measure.end_to_end(run, package, a.pairs, modes)
+    peers = run_peers(path, a) if a.peers else None
     ceiling = forge_report.copy_ceiling(report or {})
     if not a.keep_stores and os.path.isdir(store):
         # Captured inputs are store objects of up to GBs: the store's small files
@@ -119,7 +142,7 @@ def one_problem(a, env, stem, path, limit):
         subprocess.run("cd %s && find . -type f -size -256k -print0 | tar czf ../store.tgz --null -T - && cd .. "
                        "&& rm -rf .forge" % shlex.quote(store), shell=True)
     return results.line(env, "level%d/%s" % (a.level, stem), cls, classify.compute_calls(ops), a.scale, a.budget,
-                        rows, e2e, ceiling, why, {"build": round(build_s), "total": round(time.time() - t0)})
+                        rows, e2e, ceiling, why, {"build": round(build_s), "total": round(time.time() - t0)}, peers)
 
 
 def main():
