@@ -105,22 +105,20 @@ def quack(module, name):
     return call
 
 
-# Problem name part (KernelBench's file stems) -> {peer: adapter(peer function)}.
-PEERS = [
-    ("_Softmax", {"liger": last_dim_softmax(liger("liger_softmax")),
-                  "quack": last_dim_softmax(quack("softmax", "softmax"))}),
-    ("_LayerNorm", {"liger": layer_norm(liger("liger_layer_norm"))}),
-    ("_GroupNorm", {"liger": group_norm(liger("liger_group_norm"))}),
-    ("_CrossEntropyLoss", {"liger": cross_entropy(liger("liger_cross_entropy")),
-                           "quack": cross_entropy(quack("cross_entropy", "cross_entropy"))}),
-]
+# Level 1 problem name (its file stem after the number) -> {peer: adapter(peer function)}.
+PEERS = {
+    "Softmax": {"liger": last_dim_softmax(liger("liger_softmax")),
+                "quack": last_dim_softmax(quack("softmax", "softmax"))},
+    "LayerNorm": {"liger": layer_norm(liger("liger_layer_norm"))},
+    "GroupNorm": {"liger": group_norm(liger("liger_group_norm"))},
+    "CrossEntropyLoss": {"liger": cross_entropy(liger("liger_cross_entropy")),
+                         "quack": cross_entropy(quack("cross_entropy", "cross_entropy"))},
+}
 
 
 def adapters(stem):
-    for part, peers in PEERS:
-        if part in "_" + stem.split("_", 1)[-1]:  # "_Softmax" is not in "_LogSoftmax"
-            return peers
-    return {}
+    """The peers of a level 1 problem ("23_Softmax", "35_GroupNorm_"), by its whole name."""
+    return PEERS.get(stem.split("_", 1)[-1].rstrip("_"), {})
 
 
 def package_of(peer):

@@ -88,17 +88,20 @@ def forge_build(forge, d, timeout):
         return None, p.returncode, err
 
 
+PEERS_TIMEOUT = 120  # within --reserve's default, after the end-to-end ways
+
+
 def run_peers(path, a):
     """peers.py in its own process (Triton and CuTe compile there): {peer: result}."""
     cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers.py"), path,
            "--device", a.device, "--iters", str(a.iters), "--scale", str(a.scale)]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=PEERS_TIMEOUT)
         got = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 and p.stdout.strip() else None
         if got is None:
             return {"error": "rc %d: %s" % (p.returncode, (p.stderr or p.stdout).strip()[-300:])}
     except subprocess.TimeoutExpired:
-        return {"error": "timed out after 300 s"}
+        return {"error": "timed out after %d s" % PEERS_TIMEOUT}
     except ValueError as e:
         return {"error": "unreadable output: %s" % e}
     for peer, r in got.items():
@@ -134,7 +137,7 @@ def one_problem(a, env, stem, path, limit):
     run = lambda mode, pk: measure.one(model, path, a.scale, a.device, a.iters, 300, mode, pk, run_env)
     modes = [m for m in a.compile_modes.split(",") if m]
     e2e = measure.end_to_end(run, package, a.pairs, modes)
-    peers = run_peers(path, a) if a.peers else None
+    peers = run_peers(path, a) if a.peers and a.level == 1 else None
     ceiling = forge_report.copy_ceiling(report or {})
     if not a.keep_stores and os.path.isdir(store):
         # Captured inputs are store objects of up to GBs: the store's small files

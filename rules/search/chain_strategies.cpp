@@ -90,11 +90,21 @@ std::optional<double> scalar_arg(const json& args, size_t i, std::optional<doubl
   return fallback;
 }
 
+// A check that tensor k of call->`list` has exactly `sizes`.
+std::string sizes_check(size_t k, const char* list, const std::vector<int64_t>& sizes) {
+  std::string want = "{";
+  for (size_t d = 0; d < sizes.size(); ++d) want += (d ? ", " : "") + std::to_string(sizes[d]);
+  want += sizes.empty() ? "0}" : "}";  // a zero-length array is no C++
+  return "  {\n    static const int64_t want[] = " + want + ";\n    if (!chain_sizes_are(call->" + list + "[" +
+         std::to_string(k) + "], want, " + std::to_string(sizes.size()) + ")) return false;\n  }\n";
+}
+
 }  // namespace
 
 std::string chain_definition(const Target& t, std::string* why) {
+  if (!t.chain.is_object()) return *why = "not a chain", "";
   const json ops = t.chain.value("ops", json::array());
-  if (!t.chain.is_object() || ops.empty()) return *why = "not a chain", "";
+  if (ops.empty()) return *why = "not a chain", "";
   if (t.outputs.size() != 1 || !is_tensor(t.outputs[0])) return *why = "the chain returns more than one tensor", "";
   const json& out = t.outputs[0];
   const std::string out_dtype = out.value("dtype", "");
@@ -103,7 +113,7 @@ std::string chain_definition(const Target& t, std::string* why) {
   const std::vector<int64_t> out_sizes = sizes_of(out);
   const int64_t numel = product(out_sizes);
 
-  std::string list, text;
+  std::string list, text, shapes = sizes_check(0, "outputs", out_sizes);
   for (size_t k = 0; k < t.args.size(); ++k) {
     const json& a = t.args[k];
     const std::string dtype = a.value("dtype", "");
@@ -115,8 +125,9 @@ std::string chain_definition(const Target& t, std::string* why) {
               std::to_string(inner) + ", " + std::to_string(n) + ")";
     };
     if (!is_tensor(a)) return *why = where + " is not a tensor", "";
-    if (dtype == "float64" && product(sizes) == 1 && a.value("device", "cpu") == "cpu") {
-      add("CHAIN_F32", "FORGE_FLOAT64", "CHAIN_VALUE", 1, 1);  // a Python number
+    if ((dtype == "float64" || dtype == "int64") && product(sizes) == 1 && a.value("device", "cpu") == "cpu") {
+      // A Python number (x * 0.5, x / 2), read on the host.
+      add("CHAIN_F32", dtype == "float64" ? "FORGE_FLOAT64" : "FORGE_INT64", "CHAIN_VALUE", 1, 1);
     } else if (!storage(dtype)) {
       return *why = where + " is " + dtype + " (the fused kernels read float32, bfloat16, float16)", "";
     } else if (!contiguous(a)) {
@@ -142,6 +153,7 @@ std::string chain_definition(const Target& t, std::string* why) {
       add(storage(dtype), abi_dtype(dtype), "CHAIN_BCAST", product(out_sizes, hi), product(out_sizes, lo, hi));
     }
     list += entry;
+    if (a.value("dtype", "") != "float64" && a.value("dtype", "") != "int64") shapes += sizes_check(k, "inputs", sizes);
   }
 
   std::string body;
@@ -212,6 +224,9 @@ std::string chain_definition(const Target& t, std::string* why) {
   text += "#define CHAIN_INPUT_LIST(X)" + list + "\n";
   text += "template <class V>\nPW_FN V chain_body(const V* in) {\n" + body + "  return t" +
           std::to_string(ops.size() - 1) + ";\n}\n";
+  text += "// The sizes generated for (chain_checks.h checks numel, dtype and layout):\n"
+          "// another shape of as many elements would index the broadcasts wrongly.\n"
+          "inline bool chain_shapes_ok(const forge_call* call) {\n" + shapes + "  return true;\n}\n";
   return text;
 }
 

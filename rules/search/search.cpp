@@ -227,8 +227,13 @@ std::string search_context(const BuildContext& ctx, const Target& t, const Famil
       // 4: FORGE_DTYPES names every tensor's dtype (mixed signatures compiled
       // an instance that refused their calls: their recorded outcomes go).
       .add("instantiate", "4");
-  for (const auto& s : strategies)
+  for (const auto& s : strategies) {
     h.add("strategy", s.name).add("text", s.text).add("params", s.params.dump());
+    for (const auto& [fact, factors] : s.capacity) {  // it orders the proposals
+      h.add("capacity", fact);
+      for (const auto& f : factors) h.add("factor", f);
+    }
+  }
   return h.hex();
 }
 
@@ -316,7 +321,9 @@ void SearchRule::apply(BuildContext& ctx) {
   };
   for (auto& t : ctx.targets) search_one(t);
   // Chains whose ops the library can fuse (chain_strategies.h), after the
-  // single ops; their kernels are verified and recorded, not packaged yet.
+  // single ops, as many as forge.yaml's `targets.top` (longest time first);
+  // their kernels are verified and recorded, not packaged yet.
+  int chains_left = ctx.manifest.targets.top > 0 ? ctx.manifest.targets.top : INT32_MAX;
   for (auto& t : ctx.chain_targets) {
     std::string why;
     json* c = nullptr;
@@ -327,11 +334,18 @@ void SearchRule::apply(BuildContext& ctx) {
         (*c)["why"] = "not searched: the library has no fused kernel for it (" + why + "); `forge try` verifies one (its id)";
       continue;
     }
+    if (chains_left-- <= 0) {
+      if (c) (*c)["why"] = "not searched: beyond forge.yaml's targets.top (" + std::to_string(ctx.manifest.targets.top) + ")";
+      continue;
+    }
     search_one(t);
     if (!c) continue;
     (*c)["searched"] = t.iterations > 0;
-    (*c)["why"] = "searched with the library's fused kernel; not packaged yet (the package overrides single ops, "
-                  "whose targets stay)";
+    if (t.iterations > 0)
+      (*c)["why"] = "searched with the library's fused kernel; not packaged yet (the package overrides single ops, "
+                    "whose targets stay)";
+    else if (!t.why.empty())
+      (*c)["why"] = "not searched: " + t.why;
     (*c)["search"] = {{"iterations", t.iterations},
                        {"verified", t.verified},
                        {"accepted", t.accepted},
@@ -374,7 +388,11 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
     for (auto& s : generated.strategies)
       if (s.backend == ctx.device.backend) strategies.push_back(std::move(s));
     if (strategies.empty() && want.strategies && !want.llm)
-      return leave_out(t, Selection::NoProposer, "no fused kernel: " + generated.why), 0;
+      return leave_out(t, Selection::NoProposer,
+                       "no fused kernel: " + (generated.why.empty() ? "the library has no fused template for the " +
+                                                                          ctx.device.backend + " backend"
+                                                                    : generated.why)),
+             0;
   } else {
     for (auto& s : load_strategies(*family))
       if (strategy_applies(s, t, ctx.device.backend)) strategies.push_back(std::move(s));

@@ -134,6 +134,7 @@ SignatureFacts signature_facts(const Target& target) {
       return d->abi;
     };
     if (const dtypes::Dtype* d = dtypes::find(in->value("dtype", ""))) f.in_bytes = d->bytes;
+    if (const dtypes::Dtype* d = dtypes::find(out->value("dtype", ""))) f.out_bytes = d->bytes;
     if (code(in->value("dtype", "")) && code(out->value("dtype", ""))) {
       // Every tensor's type, not the first input's and output's alone
       // (autocast's bf16 input with float32 weights): an instance without
@@ -323,13 +324,23 @@ std::optional<int64_t> fact_of(const SignatureFacts& f, const std::string& name)
   return name == "row" ? f.row : name == "slice" ? f.slice : std::nullopt;
 }
 
+// $vec for an extent `fact`: the input's elements per 16 bytes when the
+// extent is whole 16-byte vectors of the input and of the output (the
+// templates' vector path), else 1.
+std::optional<int64_t> vec_of(std::optional<int64_t> fact, const SignatureFacts& f) {
+  if (f.in_bytes <= 0) return std::nullopt;
+  const bool whole = fact && (*fact * f.in_bytes) % 16 == 0 && (f.out_bytes <= 0 || (*fact * f.out_bytes) % 16 == 0);
+  return whole ? std::max(1, 16 / f.in_bytes) : 1;
+}
+
 // The capacity's product for `params` (nullopt: a factor has no value here).
-std::optional<int64_t> capacity_of(const std::vector<std::string>& factors, const json& params, int in_bytes) {
+std::optional<int64_t> capacity_of(const std::vector<std::string>& factors, const json& params,
+                                   std::optional<int64_t> vec) {
   int64_t product = 1;
   for (const auto& f : factors) {
     if (f == "$vec") {
-      if (in_bytes <= 0) return std::nullopt;
-      product *= std::max(1, 16 / in_bytes);
+      if (!vec) return std::nullopt;
+      product *= *vec;
     } else if (!f.empty() && std::isdigit(static_cast<unsigned char>(f[0]))) {
       product *= std::stoll(f);
     } else {
@@ -352,7 +363,7 @@ std::string factors_text(const std::vector<std::string>& factors) {
 bool fits_capacity(const Strategy& s, const json& params, const SignatureFacts& facts) {
   for (const auto& [name, factors] : s.capacity) {
     const auto fact = fact_of(facts, name);
-    const auto cap = capacity_of(factors, params, facts.in_bytes);
+    const auto cap = capacity_of(factors, params, vec_of(fact, facts));
     if (fact && cap && *fact > *cap) return false;
   }
   return true;
@@ -440,7 +451,7 @@ std::vector<std::string> unmet_conditions(const Strategy& s, const Target& targe
     if (!fact) continue;
     std::optional<int64_t> most;
     for (const auto& p : param_grid(s))
-      if (auto cap = capacity_of(factors, p, f.in_bytes)) most = std::max(most.value_or(0), *cap);
+      if (auto cap = capacity_of(factors, p, vec_of(fact, f))) most = std::max(most.value_or(0), *cap);
     if (most && *fact > *most)
       miss(name + " <= " + factors_text(factors) + ", at most " + std::to_string(*most) + " (here " +
                std::to_string(*fact) + ")",

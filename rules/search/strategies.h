@@ -34,7 +34,8 @@ struct Strategy {
   nlohmann::json applies;
   // `capacity: {row: CLUSTER*BLOCK*CHUNKS*$vec}`: the largest row an instance
   // handles, as a product of its params, integers and $vec (elements of the
-  // input's dtype in 16 bytes). An instance whose product is below the
+  // input's dtype in 16 bytes where the row is a whole number of 16-byte
+  // vectors in the input and the output, else 1: the templates' scalar path). An instance whose product is below the
   // signature's fact declines every call, so the proposer never proposes it
   // (and a strategy none of whose instances fits does not apply).
   std::map<std::string, std::vector<std::string>> capacity;
@@ -92,7 +93,7 @@ struct SignatureFacts {
   // tensor's dtype among the arguments and outputs; 0 when the first input's
   // or the first output's is unknown (every type).
   unsigned dtypes = 0;
-  int in_bytes = 0;  // the first input's element size (capacity's $vec), 0 unknown
+  int in_bytes = 0, out_bytes = 0;  // the first input's and output's element sizes (capacity's $vec), 0 unknown
 };
 SignatureFacts signature_facts(const Target& target);
 

@@ -3,8 +3,9 @@
 // as CHAIN_FULL (element j of a contiguous tensor of the output's size),
 // CHAIN_BCAST (element (j / inner) % n of a contiguous tensor of n elements:
 // a bias, a per-channel vector, a one-element tensor) or CHAIN_VALUE (a
-// float64 Python number in host memory), one contiguous output of
-// kChainNumel elements. Host code, shared by the CPU and CUDA templates.
+// Python number, float64 or int64, in host memory), one contiguous output of
+// kChainNumel elements; the generated chain_shapes_ok then checks every
+// tensor's exact sizes. Host code, shared by the CPU and CUDA templates.
 #define CHAIN_FULL 0
 #define CHAIN_BCAST 1
 #define CHAIN_VALUE 2
@@ -32,12 +33,21 @@ inline bool chain_input_ok(const forge_tensor& t, int32_t dtype, int mode, int64
                            HostReadable host_readable) {
   if (t.ndim < 0 || t.ndim > FORGE_MAX_DIMS || !t.data) return false;
   if (mode == CHAIN_VALUE) {
-    if (t.dtype != FORGE_FLOAT64 || chain_numel(t) != 1 || !host_readable(t.data)) return false;
-    *value = static_cast<float>(*static_cast<const double*>(t.data));
+    if (chain_numel(t) != 1 || !host_readable(t.data)) return false;
+    if (t.dtype == FORGE_FLOAT64 && dtype == FORGE_FLOAT64) *value = static_cast<float>(*static_cast<const double*>(t.data));
+    else if (t.dtype == FORGE_INT64 && dtype == FORGE_INT64) *value = static_cast<float>(*static_cast<const int64_t*>(t.data));
+    else return false;
     return true;
   }
   if (t.dtype != dtype || !chain_contiguous(t)) return false;
   return chain_numel(t) == (mode == CHAIN_FULL ? numel : n);
+}
+
+inline bool chain_sizes_are(const forge_tensor& t, const int64_t* sizes, int ndim) {
+  if (t.ndim != ndim) return false;
+  for (int d = 0; d < ndim; ++d)
+    if (t.sizes[d] != sizes[d]) return false;
+  return true;
 }
 
 inline bool chain_output_ok(const forge_call* call, int32_t dtype, int64_t numel) {

@@ -61,6 +61,10 @@ PW_FN V chain_body(const V* in) {
   const V t0 = pw_op_unary<PW_silu>(in[0], none);
   return pw_op_binary<PW_mul>(t0, in[0], none);
 }
+inline bool chain_shapes_ok(const forge_call* call) {
+  static const int64_t want[] = {4096};
+  return chain_sizes_are(call->outputs[0], want, 1) && chain_sizes_are(call->inputs[0], want, 1);
+}
 #endif
 
 constexpr int U = FORGE_P_UNROLL;
@@ -121,7 +125,8 @@ __attribute__((noinline)) int chain_run(const ChainPtrs& p) {
   p.in[k] = call->inputs[k].data;
 
 extern "C" int forge_kernel(const forge_call* call) {
-  if (!call || call->n_inputs != CHAIN_INPUTS || !chain_output_ok(call, CHAIN_Y_DTYPE, kChainNumel) || !cpu_ok())
+  if (!call || call->n_inputs != CHAIN_INPUTS || !chain_output_ok(call, CHAIN_Y_DTYPE, kChainNumel) || !cpu_ok() ||
+      !chain_shapes_ok(call))
     return 1;
   ChainPtrs p{};
   CHAIN_INPUT_LIST(CHAIN_CHECK)

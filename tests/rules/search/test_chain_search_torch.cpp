@@ -1,7 +1,7 @@
 // The search on chain targets (issue 33, item 3): `forge build` on a script
 // with pointwise chains (tests/rules/search/chain_pointwise/model.py) searches
-// each with the library's generated fused kernel, which the worker verifies
-// against the stock chain run op by op; a chain with an op outside the
+// with the library's generated fused kernel (as many as targets.top), which
+// the worker verifies against the stock chain run op by op; a chain with an op outside the
 // pointwise table is left unsearched and says which op. `forge status` reads
 // the same from the journal. Skipped (visibly) where torch is not importable.
 #include <doctest/doctest.h>
@@ -27,13 +27,13 @@ TEST_CASE("forge build searches pointwise chains with a generated fused kernel a
                    "models:\n  m: {run: python model.py, env: {OMP_NUM_THREADS: '1'}}\n"
                    "device: {backend: cpu}\n"
                    "budget: {iterations: 1}\n"
-                   "targets: {top: 1}\n");  // one single op: the chains are what this test is about
+                   "targets: {top: 1}\n");  // one single op and one chain: the longer one
   auto build = test::run_forge("--json build", dir.path());
   INFO(build.err);
   REQUIRE(build.exit_code == 0);
   auto check = [](const json& chains, bool built) {
     CAPTURE(chains.dump());
-    int fused = 0;
+    int fused = 0, capped = 0;
     bool gn_silu = false;
     for (const auto& c : chains) {
       const auto ops = c["ops"].get<std::vector<std::string>>();
@@ -46,6 +46,12 @@ TEST_CASE("forge build searches pointwise chains with a generated fused kernel a
       }
       if (ops.front() != "sigmoid" && ops.front() != "tanh") continue;
       ++fused;
+      // targets.top caps the chains searched as it caps the single ops.
+      if (c["why"].get<std::string>().find("beyond forge.yaml's targets.top (1)") != std::string::npos) {
+        ++capped;
+        CHECK(c["searched"] == false);
+        continue;
+      }
       CHECK(c["searched"] == true);
       const json s = c["search"];
       CHECK(s["iterations"] == 1);
@@ -55,6 +61,7 @@ TEST_CASE("forge build searches pointwise chains with a generated fused kernel a
     }
     CHECK(gn_silu);
     CHECK(fused == 2);  // Swish, and the tail of MinGPT's GELU (tanh, add, mul)
+    CHECK(capped == 1);
   };
   check(json::parse(build.out)["chains"], true);
   auto status = test::run_forge("--json status", dir.path());

@@ -89,6 +89,10 @@ TEST_CASE("a chain of table ops gets a fused kernel; every other chain says why 
   Target gap = chain();
   gap.args[2] = tensor({4, 1, 5});  // dims 0 and 2 but not 1: no single span
   CHECK(refused(gap) == "input 2 () broadcasts along dims that are not adjacent");
+  // A Python integer (x * 2) is an int64 number: read on the host too.
+  Target int_number = chain();
+  int_number.args[1]["dtype"] = "int64";
+  CHECK(chain_definition(int_number, &why).find("X(1, CHAIN_F32, FORGE_INT64, CHAIN_VALUE, 1, 1)") != std::string::npos);
   Target two_outputs = chain();
   two_outputs.outputs.push_back(tensor({4, 6, 5}));
   CHECK(refused(two_outputs) == "the chain returns more than one tensor");
@@ -134,10 +138,18 @@ TEST_CASE("the generated CPU kernel computes the chain, broadcast and Python num
     CAPTURE(j);
     CHECK(std::fabs(y[j] - want) <= 1e-6 * (1.0 + t * t + 2.0 * std::fabs(x[j])));  // fp32 against double
   }
-  // Another call than the one generated for: the kernel declines it.
+  // Another call than the one generated for: the kernel declines it, also
+  // where as many elements would be read (a bias [1, 6] would broadcast along
+  // another dim), and an output of another shape.
   in[2] = view(b.data(), {3, 1}, FORGE_FLOAT32);
   CHECK(kernel(&call) != 0);
+  in[2] = view(b.data(), {1, 6}, FORGE_FLOAT32);
+  CHECK(kernel(&call) != 0);
   in[2] = view(b.data(), {6, 1}, FORGE_FLOAT32);
+  out[0] = view(y.data(), {6, 4, 5}, FORGE_FLOAT32);
+  CHECK(kernel(&call) != 0);
+  out[0] = view(y.data(), {4, 6, 5}, FORGE_FLOAT32);
+  REQUIRE(kernel(&call) == 0);
   half = 0.5;
   in[1].dtype = FORGE_FLOAT32;  // a float32 number is no Python number
   CHECK(kernel(&call) != 0);

@@ -457,9 +457,15 @@ TEST_CASE("capacity: the proposer starts at the first instance that holds the ro
   // Refinements skip the instances that cannot hold the row: from {8,4} only {8,8}.
   auto n = param_neighbours(s, json{{"CLUSTER", 8}, {"CHUNKS", 4}}, f);
   CHECK(n == std::vector<json>{json{{"CLUSTER", 8}, {"CHUNKS", 8}}});
-  // bfloat16: $vec 8, so {CHUNKS 4, CLUSTER 4} (128) is the first that holds 100.
-  CHECK(StrategyProposer({s}, signature_facts(softmax_rows(4, 100, "bfloat16"))).actions(tree, mcts::kRoot, rng)[0].params ==
-        json{{"CLUSTER", 4}, {"CHUNKS", 4}});
+  // bfloat16: $vec 8, so {CHUNKS 4, CLUSTER 4} (128) is the first that holds 104.
+  auto bf16_root = StrategyProposer({s}, signature_facts(softmax_rows(4, 104, "bfloat16"))).actions(tree, mcts::kRoot, rng);
+  REQUIRE_FALSE(bf16_root.empty());
+  CHECK(bf16_root[0].params == json{{"CLUSTER", 4}, {"CHUNKS", 4}});
+  // A row that is no whole number of 16-byte vectors runs the templates'
+  // scalar path: $vec is 1 there, so 101 floats need CLUSTER*CHUNKS >= 101
+  // (64 at most); 60 floats are 15 vectors: {CHUNKS 4, CLUSTER 4} holds 64.
+  CHECK(first_fitting(s, signature_facts(softmax_rows(4, 101, "float32"))) == std::nullopt);
+  CHECK(first_fitting(s, signature_facts(softmax_rows(4, 60, "float32"))) == json{{"CLUSTER", 4}, {"CHUNKS", 4}});
   // No instance holds 1000: the strategy does not apply, and says how far it reaches.
   s.applies = json::object();
   auto unmet = unmet_conditions(s, softmax_rows(4, 1000, "float32"), "cuda");
