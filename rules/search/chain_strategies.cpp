@@ -165,6 +165,8 @@ std::string chain_definition(const Target& t, std::string* why) {
     const std::string full = name + (overload.empty() ? "" : "." + overload);
     const std::string where = "op " + std::to_string(j) + " (" + full + ")";
     if (!name.empty() && name.back() == '_') return *why = where + " is in place", "";
+    if (overload == "out" || (overload.size() > 4 && overload.compare(overload.size() - 4, 4, "_out") == 0))
+      return *why = where + " writes into an out= buffer, which the chain takes as an input it changes", "";
     auto it = table().find(full);
     if (it == table().end()) return *why = where + " is not in the pointwise table", "";
     const json& args = op.value("args", json::array());

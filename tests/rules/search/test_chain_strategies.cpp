@@ -93,6 +93,13 @@ TEST_CASE("a chain of table ops gets a fused kernel; every other chain says why 
   Target int_number = chain();
   int_number.args[1]["dtype"] = "int64";
   CHECK(chain_definition(int_number, &why).find("X(1, CHAIN_F32, FORGE_INT64, CHAIN_VALUE, 1, 1)") != std::string::npos);
+  // An out= variant (abs(x) on the CPU dispatches abs.out): the chain target
+  // takes its buffer as an input the chain changes, which a fused kernel
+  // would have to write too; refused for now.
+  Target out_variant = chain();
+  out_variant.chain["ops"][4]["op"] = "aten::abs";
+  out_variant.chain["ops"][4]["overload"] = "out";
+  CHECK(refused(out_variant) == "op 4 (abs.out) writes into an out= buffer, which the chain takes as an input it changes");
   Target two_outputs = chain();
   two_outputs.outputs.push_back(tensor({4, 6, 5}));
   CHECK(refused(two_outputs) == "the chain returns more than one tensor");
