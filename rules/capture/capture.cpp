@@ -74,6 +74,9 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
   std::map<std::pair<std::string, long>, long> produced;                   // (entry, out) -> tensors
   int processes = 0;
   std::string timing;
+  // Each module class's forward code digest (runtime/autoload: "module_code:<class>");
+  // "" where processes disagree, so no packaged chain replaces that forward.
+  json module_code = json::object();
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".json") continue;
     std::string text;
@@ -83,6 +86,12 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
       throw std::runtime_error("unreadable capture file " + e.path().filename().string());
     ++processes;
     timing = proc.value("timing", "");
+    const json info = proc.value("info", json::object());
+    for (const auto& [k, v] : info.items()) {
+      if (k.rfind("module_code:", 0) != 0 || !v.is_string()) continue;
+      const std::string cls = k.substr(12);
+      module_code[cls] = module_code.contains(cls) && module_code[cls] != v ? json("") : v;
+    }
     std::map<long, std::string> key_of_id;
     for (const auto& b : proc.value("backend_ops", json::array())) {
       std::string op = b.value("op", "");
@@ -175,7 +184,8 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
   return {{"status", "ok"}, {"timing", timing},     {"processes", processes},
           {"time_us", total}, {"calls", calls},     {"entries", list},
           {"time_us_by_dispatch_key", by_key},
-          {"outer_ops", outer_list}, {"flows", flow_list}, {"produced", produced_list}};
+          {"outer_ops", outer_list}, {"flows", flow_list}, {"produced", produced_list},
+          {"module_code", module_code}};
 }
 
 json run_capture(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt) {
@@ -270,6 +280,8 @@ void CaptureRule::apply(BuildContext& ctx) {
                    {"toolchain", ctx.toolchain.fingerprint()},
                    {"device", ctx.device.fingerprint()},
                    {"capture_lib", rt->digest},
+                   // the Python side: module hooks and their code digests
+                   {"autoload", tree_digest(fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload")},
                    {"samples", std::to_string(ctx.manifest.capture.samples_per_target)},
                    {"max_input_mb", std::to_string(ctx.manifest.capture.max_input_mb_per_model)}};
     spec.run = [&ctx, &m, rt] { return run_capture(ctx, m, *rt); };
@@ -309,6 +321,13 @@ void CaptureRule::apply(BuildContext& ctx) {
                           {"copy_ceiling_gbps", ceiling ? json(*ceiling / 1e9) : json(nullptr)}};
     for (const Chain& c : find_chains(rec, ctx.device.backend)) {
       json cj = chain_json(c, m.name, op_time);
+      // The digest of the module's forward: a packaged chain replaces that
+      // forward only where the class's code is the same (runtime/autoload/forge_autoload/modules.py).
+      if (c.whole_forward) {
+        const std::string cls = c.module.substr(c.module.rfind('/') + 1);
+        const json code = rec.value("module_code", json::object()).value(cls, json(""));
+        cj["module_code"] = code.is_string() && !code.get<std::string>().empty() ? code : json(nullptr);
+      }
       std::string why;
       if (auto t = chain_target(m.name, rec, c, &why)) {
         cj["id"] = t->id;

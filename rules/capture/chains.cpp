@@ -65,44 +65,67 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
       next[a] = *bs.begin();
       prev[*bs.begin()] = a;
     }
-  std::vector<Chain> chains;
-  for (const auto& [start, _] : next) {
-    if (prev.count(start)) continue;
+  // The module every op of `ch` ran under, all of its calls ("\n" when they
+  // differ), and whether `ch` is every op that module's forward ran itself.
+  auto module_of = [&](int i) {
+    const json& e = entries[static_cast<size_t>(i)];
+    return e.value("modules", json::object()).size() == 1 ? e.value("module", "") : std::string("\n");
+  };
+  auto set_module = [&](Chain& ch) {
+    std::set<std::string> modules;
+    for (int i : ch.entries) modules.insert(module_of(i));
+    if (modules.size() != 1 || modules.begin()->empty() || *modules.begin() == "\n") return;
+    ch.module = *modules.begin();
+    const std::set<int> in_chain(ch.entries.begin(), ch.entries.end());
+    ch.whole_forward = true;
+    for (int i = 0; i < n; ++i) {
+      const json& e = entries[static_cast<size_t>(i)];
+      if (in_chain.count(i) || !e.value("modules", json::object()).contains(ch.module)) continue;
+      // Another op the module ran itself; views and allocations need no kernel.
+      const std::string kind = e.value("kind", "kernel");
+      if (kind != "view" && kind != "alloc") ch.whole_forward = false;
+    }
+  };
+  auto chain_of = [&](const std::vector<int>& ids) {
     Chain ch;
-    std::set<int> seen;
-    for (int i = start; seen.insert(i).second;) {
+    for (int i : ids) {
       const json& e = entries[static_cast<size_t>(i)];
       ch.entries.push_back(i);
       ch.ops.push_back(e.value("op", ""));
       ch.signatures.push_back(e.value("signature", ""));
       ch.time_us += e.value("time_us", 0.0);
+    }
+    ch.calls = calls_of(ids.front());
+    set_module(ch);
+    return ch;
+  };
+  std::vector<Chain> chains;
+  for (const auto& [start, _] : next) {
+    if (prev.count(start)) continue;
+    std::vector<int> ids;
+    std::set<int> seen;
+    for (int i = start; seen.insert(i).second;) {
+      ids.push_back(i);
       auto it = next.find(i);
       if (it == next.end()) break;
       i = it->second;
     }
-    ch.calls = calls_of(start);
-    if (ch.entries.size() < 2) continue;
-    // One module for every op, all of its calls under it.
-    std::set<std::string> modules;
-    for (int i : ch.entries) {
-      const json& e = entries[static_cast<size_t>(i)];
-      const json mods = e.value("modules", json::object());
-      modules.insert(mods.size() == 1 ? e.value("module", "") : std::string("\n"));
-    }
-    if (modules.size() == 1 && !modules.begin()->empty() && *modules.begin() != "\n") {
-      ch.module = *modules.begin();
-      const std::set<int> in_chain(ch.entries.begin(), ch.entries.end());
-      ch.whole_forward = true;
-      for (int i = 0; i < n; ++i) {
-        const json& e = entries[static_cast<size_t>(i)];
-        const json mods = e.value("modules", json::object());
-        if (in_chain.count(i) || !mods.contains(ch.module)) continue;
-        // Another op the module ran itself; views and allocations need no kernel.
-        const std::string kind = e.value("kind", "kernel");
-        if (kind != "view" && kind != "alloc") ch.whole_forward = false;
+    if (ids.size() < 2) continue;
+    Chain whole = chain_of(ids);
+    if (whole.module.empty()) {
+      // A chain across modules: each run of it that is one module's whole
+      // forward is a chain too (a kernel for it can stand in for the forward).
+      for (size_t a = 0; a < ids.size();) {
+        size_t b = a + 1;
+        while (b < ids.size() && module_of(ids[b]) == module_of(ids[a])) ++b;
+        if (b - a >= 2) {
+          Chain run = chain_of(std::vector<int>(ids.begin() + static_cast<long>(a), ids.begin() + static_cast<long>(b)));
+          if (run.whole_forward) chains.push_back(std::move(run));
+        }
+        a = b;
       }
     }
-    chains.push_back(std::move(ch));
+    chains.push_back(std::move(whole));
   }
   std::sort(chains.begin(), chains.end(), [](const Chain& x, const Chain& y) {
     return x.time_us != y.time_us ? x.time_us > y.time_us : x.entries < y.entries;

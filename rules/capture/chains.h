@@ -3,7 +3,9 @@
 // op feeds its whole output to exactly one call of the next, and to nothing
 // else recorded, so the intermediate tensors never escape the chain
 // (docs/SELECTION.md, "Chains"). A chain's time is its ops' together; the
-// single-op targets inside it stay targets of their own.
+// single-op targets inside it stay targets of their own. A chain whose ops ran
+// under several modules also yields each run of it that is one module's whole
+// forward, as a chain of its own.
 #pragma once
 
 #include <string>

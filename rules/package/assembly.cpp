@@ -44,9 +44,10 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
     ctx.notes.push_back("package: the kernel of " + t.id + " is missing from the store");
     return nullptr;
   }
-  const auto dot = t.op.find('.');
+  // A chain's op is forge_chain::c_<digest> (rules/capture/chain_target.h), defined by libforge.so.
+  const auto dot = t.chain.is_object() ? std::string::npos : t.op.find('.');
   json entry = {{"target", t.id},
-               {"op", "aten::" + t.op.substr(0, dot)},
+               {"op", t.chain.is_object() ? t.op : "aten::" + t.op.substr(0, dot)},
                {"overload", dot == std::string::npos ? "" : t.op.substr(dot + 1)},
                {"signature", t.signature},
                {"args", t.args},
@@ -86,6 +87,42 @@ json package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>
     if (std::find(ctx.notes.begin(), ctx.notes.end(), note) == ctx.notes.end())  // once, not per round
       ctx.notes.push_back(note);
   }
+  return entry;
+}
+
+// The chain report's entry (ctx.chains) of a chain target.
+json* chain_report(BuildContext& ctx, const Target& t) {
+  for (auto& c : ctx.chains)
+    if (c.value("id", json()) == t.id) return &c;
+  return nullptr;
+}
+
+// A chain's package entry: its kernel replaces the forward of the module class
+// whose whole forward the chain is (runtime/autoload/forge_autoload/modules.py);
+// null, with the chain report's reason, for any other chain.
+json chain_package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>& families,
+                         const fs::path& kernels_dir) {
+  json* c = chain_report(ctx, t);
+  if (!c || !t.shipped) return nullptr;
+  auto not_packaged = [&](const std::string& why) {
+    (*c)["why"] = "searched; not packaged: " + why;
+    if (c->contains("search")) (*c)["search"]["packaged"] = false;
+    return json(nullptr);
+  };
+  if (!c->value("whole_forward", false))
+    return not_packaged("its ops are not one module's whole forward, and compiled graphs keep Inductor's fusion "
+                        "of a chain (its single ops stay targets)");
+  const json code = c->value("module_code", json());
+  if (!code.is_string()) return not_packaged("the capture has no digest of its module's forward code");
+  json entry = package_entry(ctx, t, families, kernels_dir);
+  if (entry.is_null()) return not_packaged("its kernel could not be packaged (see the notes)");
+  const std::string path = c->value("module", "");
+  entry["chain"] = t.chain;
+  entry["module"] = {{"class", path.substr(path.rfind('/') + 1)}, {"path", path}, {"code", code}};
+  entry["under_compile"] = "inductor";
+  (*c)["why"] = "searched and packaged: its kernel replaces " + entry["module"]["class"].get<std::string>() +
+                ".forward under `forge run` (eager; compiled graphs keep Inductor's fusion)";
+  if (c->contains("search")) (*c)["search"]["packaged"] = true;
   return entry;
 }
 
@@ -132,6 +169,13 @@ Assembly assemble_package(BuildContext& ctx, const std::set<std::string>& left_o
     entries.push_back(std::move(e));
     out.forged_by_model[t.model].push_back(&t);
   }
+  for (const auto& t : ctx.chain_targets) {
+    if (t.kernels.empty() || left_out.count(t.model)) continue;
+    json e = chain_package_entry(ctx, t, families, staged / "kernels");
+    if (e.is_null()) continue;
+    entries.push_back(std::move(e));
+    out.forged_by_model[t.model].push_back(&t);
+  }
   if (entries.empty()) return out;
   out.empty = false;
   out.rt = ensure_runtime(ctx, /*with_worker=*/true);
@@ -145,10 +189,18 @@ Assembly assemble_package(BuildContext& ctx, const std::set<std::string>& left_o
                     {"backend", ctx.device.backend},
                     {"torch", ctx.toolchain.torch_version},
                     {"entries", entries}};
+  // For programs that load the library themselves (docs/PACKAGE.md): compiled
+  // graphs' routing and the module forwards, as forge_compile.py and forge_modules.py.
+  const fs::path autoload = fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload" / "forge_autoload";
+  const std::vector<std::pair<std::string, std::string>> python = {{"compile.py", "forge_compile.py"},
+                                                                   {"modules.py", "forge_modules.py"}};
   Hasher h;
-  std::string compile_py;
-  read_file(fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload" / "forge_autoload" / "compile.py", &compile_py);
-  h.add("package", pkg.dump()).add("lib", rt->worker_digest).add("compile_py", compile_py);
+  h.add("package", pkg.dump()).add("lib", rt->worker_digest);
+  for (const auto& [from, to] : python) {
+    std::string text;
+    read_file(autoload / from, &text);
+    h.add(to, text);
+  }
   out.digest = h.hex();
   // An unchanged package is left in place (a running `forge run` keeps its
   // files); any other is checked where it is staged, and swapped in once,
@@ -158,9 +210,8 @@ Assembly assemble_package(BuildContext& ctx, const std::set<std::string>& left_o
     out.lib = dir / "libforge.so";
   } else {
     fs::copy_file(rt->package_lib, staged / "libforge.so", fs::copy_options::overwrite_existing);
-    // For programs that load the library themselves: `import forge_compile` (docs/PACKAGE.md).
-    fs::copy_file(fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload" / "forge_autoload" / "compile.py",
-                  staged / "forge_compile.py", fs::copy_options::overwrite_existing);
+    for (const auto& [from, to] : python)
+      fs::copy_file(autoload / from, staged / to, fs::copy_options::overwrite_existing);
     write_file_atomic(staged / "package.json", pkg.dump(2) + "\n");
     write_file_atomic(staged / "digest", out.digest);
     out.lib = staged / "libforge.so";

@@ -1,7 +1,8 @@
 // Package, assembly: the shipped kernel of every forged target (not left out)
 // into a staged <store>/package: package.json (per entry the captured
 // signature, its signature family, output layouts, tolerances, the verified
-// bound), libforge.so, forge_compile.py and kernels/<digest>.so. The
+// bound; a chain its definition and module), libforge.so, forge_compile.py,
+// forge_modules.py and kernels/<digest>.so. The
 // end-to-end verdict on it is verdict.h; PackageRule (package.cpp) runs both.
 #pragma once
 
@@ -20,7 +21,7 @@ namespace forge {
 struct Assembly {
   bool empty = true;    // no target left to ship
   bool failed = false;  // libforge.so is not built (ctx.failed too, with a note)
-  std::string digest;   // of package.json, the library and compile.py
+  std::string digest;   // of package.json, the library, compile.py and modules.py
   // The library to check: the package in use when it is this very one (left
   // in place), else the staged copy.
   std::filesystem::path lib;

@@ -55,7 +55,7 @@ Round package_round(BuildContext& ctx, const std::set<std::string>& left_out, co
 // changed. Each check is a cached step keyed by the package's digest, so an
 // unchanged manifest reruns nothing.
 void PackageRule::apply(BuildContext& ctx) {
-  if (ctx.options.dry_run || ctx.targets.empty()) return;
+  if (ctx.options.dry_run || (ctx.targets.empty() && ctx.chain_targets.empty())) return;
   const fs::path dir = package_dir(ctx.manifest);
   const fs::path staged = dir.string() + ".new-" + std::to_string(::getpid());
   std::error_code ec;

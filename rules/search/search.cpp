@@ -321,8 +321,8 @@ void SearchRule::apply(BuildContext& ctx) {
   };
   for (auto& t : ctx.targets) search_one(t);
   // Chains whose ops the library can fuse (chain_strategies.h), after the
-  // single ops, as many as forge.yaml's `targets.top` (longest time first);
-  // their kernels are verified and recorded, not packaged yet.
+  // single ops, as many as forge.yaml's `targets.top` (longest time first).
+  // The package ships those that are a module's whole forward (rules/package/assembly.cpp).
   int chains_left = ctx.manifest.targets.top > 0 ? ctx.manifest.targets.top : INT32_MAX;
   for (auto& t : ctx.chain_targets) {
     std::string why;
@@ -342,8 +342,7 @@ void SearchRule::apply(BuildContext& ctx) {
     if (!c) continue;
     (*c)["searched"] = t.iterations > 0;
     if (t.iterations > 0)
-      (*c)["why"] = "searched with the library's fused kernel; not packaged yet (the package overrides single ops, "
-                    "whose targets stay)";
+      (*c)["why"] = "searched with the library's fused kernel; the package stage says whether it ships";
     else if (!t.why.empty())
       (*c)["why"] = "not searched: " + t.why;
     (*c)["search"] = {{"iterations", t.iterations},

@@ -4,7 +4,8 @@
 // package` puts a copy next to package.json and the kernels' own .so files.
 // Loading it (torch.ops.load_library, forge run, or linking) reads
 // package.json beside it and registers, per overridden op, one boxed kernel at
-// aten's CPU or CUDA key. That kernel tries each forged entry's guard (guard.h:
+// aten's CPU or CUDA key (a chain's forge_chain op is defined here first, its
+// ATen ops one by one as its stock kernel: docs/PACKAGE.md, "Module forwards"). That kernel tries each forged entry's guard (guard.h:
 // the signature family the kernel was verified for, its varied dims no larger
 // than the worker verified, runtime/common/signature_family.h; the same code
 // decides compile.py's torch.compile routing) and runs the first that
@@ -39,6 +40,7 @@
 #include <unordered_map>
 
 #include "../common/signature_family.h"
+#include "../worker/chain_op.h"
 #include "../worker/op_args.h"
 #include "guard.h"
 #include "stock.h"
@@ -480,6 +482,11 @@ struct Loader {
     std::map<std::string, std::vector<Entry*>> by_op;
     for (const auto& j : pkg.value("entries", json::array())) {
       try {
+        // A chain's entry (op forge_chain::c_<digest>): its op is defined here,
+        // with the chain's ATen ops one by one as the stock kernel the override
+        // falls back to, as the worker defined it when it verified the kernel.
+        if (j.contains("chain"))
+          worker::register_chain({{"op", j.value("op", "")}, {"chain", j["chain"]}, {"cuda_available", cuda}});
         auto e = load_entry(j, dir, cuda);
         by_op[e->spec().name].push_back(e.get());
         c.entries.push_back(std::move(e));
@@ -494,9 +501,9 @@ struct Loader {
         warn(op + " is not overridden: " + why);
         continue;
       }
+      const std::string ns = op.substr(0, op.find("::"));  // aten, or forge_chain for a chain
       auto lib = std::make_unique<torch::Library>(
-          torch::Library::IMPL, "aten", cuda ? c10::DispatchKey::CUDA : c10::DispatchKey::CPU,
-          "libforge.so", 0);
+          torch::Library::IMPL, ns, cuda ? c10::DispatchKey::CUDA : c10::DispatchKey::CPU, "libforge.so", 0);
       lib->impl(op.substr(op.find("::") + 2).c_str(),
                 torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Override>(op, std::move(*stock), entries)));
       libraries().push_back(std::move(lib));

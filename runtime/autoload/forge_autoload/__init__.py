@@ -17,6 +17,10 @@ JSON while the interpreter and torch are still intact; the library's own C++
 exit hook is only a fallback (it rewrites the file if ops ran after the flush).
 Global forward hooks on every nn.Module tell it which module each op runs
 under (forge_capture.enter_module / exit_module, runtime/capture/modules.h).
+
+With a forge package (libforge.so beside package.json) this also installs its
+torch.compile routing (compile.py) and replaces the forwards of the module
+classes whose whole forward is a packaged chain (modules.py).
 """
 
 import os
@@ -58,12 +62,22 @@ def _module_name(m):
 
 
 def _install_module_hooks(torch):
-    """Every module's forward, entered and left, reported to the capture."""
+    """Every module's forward, entered and left, reported to the capture; and
+    once per class the digest of its forward's code (info "module_code:<class>"),
+    which a packaged chain names to replace that forward (modules.py)."""
+    from forge_autoload.modules import code_digest
+
     ns = torch.ops.forge_capture
-    enter, leave = ns.enter_module, ns.exit_module
+    enter, leave, note = ns.enter_module, ns.exit_module, ns.note
+    seen = set()
 
     def pre(module, args):
-        enter(_module_name(module))
+        cls = type(module)
+        name = _module_name(module)
+        if cls not in seen:
+            seen.add(cls)
+            note("module_code:" + name, code_digest(getattr(cls, "forward", None)))
+        enter(name)
 
     def post(module, args, output):
         leave()
@@ -107,6 +121,12 @@ def load():
                     install_on_first_compile(pkg)
                 except Exception as e:
                     _warn("torch.compile integration not installed: %s" % (e,))
+                try:
+                    from forge_autoload.modules import install as install_modules
+
+                    install_modules(pkg)
+                except Exception as e:
+                    _warn("module forwards not replaced: %s" % (e,))
         try:
             capture = hasattr(torch.ops.forge_capture, "flush")
         except Exception:

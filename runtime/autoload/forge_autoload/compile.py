@@ -264,6 +264,10 @@ def install(package_json=None, policy=None, library=None):
         pkg = json.load(f)
     chosen = []  # (entry, op, overload, argument map)
     for e in pkg.get("entries", []):
+        if e.get("chain"):
+            # A chain's kernel replaces a module's forward in eager code
+            # (modules.py); compiled graphs keep Inductor's fusion of it.
+            continue
         spellings = [s for s in _spellings(e, policy) if s[3] == "forge"]
         if spellings and any(isinstance(a, dict) and a.get("changed") for a in e.get("args", [])):
             # The forged op changes an input: a traced graph's functional

@@ -167,6 +167,28 @@ TEST_CASE("a chain is a module's whole forward when that module ran no other ker
   CHECK(find_chains(rec, "cpu")[0].module.empty());
 }
 
+TEST_CASE("a chain across modules also yields each run of it that is one module's whole forward") {
+  // sigmoid -> mul under m.Swish, then sum outside it: the whole chain, and Swish's run.
+  json rec = {{"entries", {entry("sigmoid", 2, 1), entry("mul.Tensor", 2, 1), entry("sum", 2, 1), entry("exp", 2, 1)}},
+              {"flows", {flow(0, 1, 2), flow(1, 2, 2)}},
+              {"produced", {produced(0, 2), produced(1, 2), produced(2, 2), produced(3, 2)}}};
+  for (int i : {0, 1}) {
+    rec["entries"][i]["module"] = "m.Net/m.Swish";
+    rec["entries"][i]["modules"] = {{"m.Net/m.Swish", 2}};
+  }
+  auto chains = find_chains(rec, "cpu");
+  CHECK(op_lists(chains) == std::vector<std::vector<std::string>>{{"sigmoid", "mul.Tensor", "sum"},
+                                                                  {"sigmoid", "mul.Tensor"}});
+  REQUIRE(chains.size() == 2);
+  CHECK(chains[0].module.empty());
+  CHECK(chains[1].module == "m.Net/m.Swish");
+  CHECK(chains[1].whole_forward);
+  // A run that is not the module's whole forward (exp ran there too) is no chain of its own.
+  rec["entries"][3]["module"] = "m.Net/m.Swish";
+  rec["entries"][3]["modules"] = {{"m.Net/m.Swish", 2}};
+  CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"sigmoid", "mul.Tensor", "sum"}});
+}
+
 TEST_CASE("a record without data flow (an older capture) has no chains") {
   json rec = {{"entries", {entry("relu", 1, 1)}}};
   CHECK(find_chains(rec, "cpu").empty());

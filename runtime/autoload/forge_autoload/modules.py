@@ -1,0 +1,357 @@
+"""Forged chains in place of module forwards (docs/PACKAGE.md, "Module forwards").
+
+A chain target whose ops are all the ops one nn.Module class's forward runs
+ships as a package entry with "module": {"class", "code"} and the op
+forge_chain::c_<digest>, which libforge.so defines: its guard sends calls in the
+verified signature family to the forged kernel and every other call to the
+chain's ATen ops run one by one. install() makes that class's forward call the
+op, in the unchanged program:
+
+- the class is the one with the captured qualified name and the same digest of
+  its forward's code (code_digest; every KernelBench class is called Model),
+  patched when it is defined after install() (nn.Module.__init_subclass__) or
+  at install() when it already was;
+- per call signature (each argument's dtype, sizes, strides, device and
+  requires_grad, the values of the other arguments, the module's plain
+  attributes such as eps and training, and its parameters' and buffers'
+  metadata), the first call runs the original forward under a dispatch mode
+  that records its ATen calls. Where they are the chain's ops, in order, on
+  the chain's constant arguments, each chain input read from a forward
+  argument, a parameter or buffer of the module, or a Python number, and the
+  forward returns the last op's result, later calls of that signature call the
+  op on the same sources; otherwise they run the original forward;
+- the original forward runs when grad is needed (the kernel has no backward),
+  under autocast, while torch.compile, torch.jit or torch.func transforms
+  trace it, and for subclasses of the class.
+
+The op's calls are counted in libforge.so's report as every override's are;
+`forge run` prints them. Without forge run:
+
+    torch.ops.load_library(".forge/package/libforge.so")
+    sys.path.insert(0, ".forge/package"); import forge_modules; forge_modules.install()
+"""
+import hashlib
+import json
+import os
+import sys
+import types
+
+_PLAIN = (bool, int, float, str, type(None))
+_installed = set()
+_wanted = {}  # "module.qualname" -> [(code digest, entry)]
+_patched = {}  # class -> its own forward before the patch
+_subclass_hook = [False]
+
+
+def code_digest(fn):
+    """A digest of a function's code: bytecode, names, constants (nested code
+    objects included) and defaults. The capture records it for each module
+    class (forge_autoload.load), and install() patches a class only where it
+    is unchanged."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ""
+    h = hashlib.sha256()
+
+    def add(c):
+        h.update(c.co_code)
+        h.update(repr((c.co_names, c.co_varnames, c.co_freevars)).encode())
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                add(k)
+            else:
+                h.update(repr(k).encode())
+
+    add(code)
+    h.update(repr(getattr(fn, "__defaults__", None)).encode())
+    return h.hexdigest()[:16]
+
+
+def class_name(cls):
+    return "%s.%s" % (cls.__module__, cls.__qualname__)
+
+
+def _warn(msg):
+    try:
+        sys.stderr.write("forge: warning: %s\n" % msg)
+    except Exception:
+        pass
+
+
+def _tensor_key(torch, t):
+    return (t.dtype, tuple(t.shape), t.stride(), t.device, t.requires_grad)
+
+
+def _value_key(torch, v):
+    """A hashable description of an argument, or raises TypeError for a kind
+    the plan cannot key on (the original forward runs)."""
+    if isinstance(v, torch.Tensor):
+        return ("T",) + _tensor_key(torch, v)
+    if isinstance(v, _PLAIN):
+        return (type(v).__name__, v)
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__,) + tuple(_value_key(torch, x) for x in v)
+    raise TypeError(type(v).__name__)
+
+
+def _call_key(torch, mod, args, kwargs):
+    k = [tuple(_value_key(torch, a) for a in args), tuple((n, _value_key(torch, kwargs[n])) for n in sorted(kwargs))]
+    k.append(tuple((n, v) for n, v in mod.__dict__.items() if isinstance(v, _PLAIN)))
+    for table in (mod._parameters, mod._buffers):
+        k.append(tuple((n, None if t is None else _tensor_key(torch, t)) for n, t in table.items()))
+    return tuple(k)
+
+
+def _needs_original(torch, mod, args, kwargs):
+    """Why this call must run the original forward, or None."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and compiler.is_compiling():
+        return "compiling"
+    if torch.jit.is_scripting() or torch._C._get_tracing_state() is not None:
+        return "jit"
+    functorch = getattr(torch._C, "_are_functorch_transforms_active", None)
+    if functorch is not None and functorch():
+        return "functorch"
+    if torch.is_autocast_enabled() or torch.is_autocast_enabled("cpu"):
+        return "autocast"
+    if torch.is_grad_enabled():
+        tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+        tensors += [t for t in mod._parameters.values() if t is not None]
+        tensors += [t for t in mod._buffers.values() if t is not None]
+        if any(t.requires_grad for t in tensors):
+            return "grad"
+    return None
+
+
+def _schema_values(func, args, kwargs):
+    out = []
+    for i, a in enumerate(func._schema.arguments):
+        if i < len(args):
+            out.append(args[i])
+        elif a.name in kwargs:
+            out.append(kwargs[a.name])
+        elif a.has_default_value():
+            out.append(a.default_value)
+        else:
+            return None
+    return out
+
+
+def _same_constant(torch, v, rec):
+    """Whether a traced argument is the chain's captured constant (its capture
+    record, docs/CAPTURE.md); kinds not listed never match."""
+    if not isinstance(rec, dict):
+        return False
+    kind, value = rec.get("type"), rec.get("value")
+    if kind == "None":
+        return v is None
+    if kind == "bool":
+        return isinstance(v, bool) and v == value
+    if kind in ("int", "float"):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(value, (int, float)) \
+            and float(v) == float(value)
+    if kind in ("int[]", "list"):
+        items = [x.get("value") if isinstance(x, dict) else x for x in (value or [])]
+        return isinstance(v, (list, tuple)) and list(v) == items
+    if kind == "ScalarType":
+        return isinstance(v, torch.dtype) and str(v) == "torch." + str(value)
+    if kind == "str":
+        return v == value
+    return False
+
+
+def _plan(torch, entry, mod, args, kwargs, calls, result):
+    """The sources of the chain op's inputs, from one recorded forward: each
+    ("arg", i), ("kwarg", name), ("attr", name) or ("value", tensor); or
+    (None, why) when the forward is not the chain."""
+    chain = entry["chain"]
+    ops = chain["ops"]
+    names = [(func._schema.name + ("." + func._schema.overload_name if func._schema.overload_name else ""))
+             for func, _, _, _ in calls]
+    if len(calls) != len(ops):
+        return None, "its forward ran %s, not the chain's %d ops" % (names, len(ops))
+    known = {}  # id(tensor) -> source
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            known.setdefault(id(a), ("arg", i))
+    for n, a in kwargs.items():
+        if isinstance(a, torch.Tensor):
+            known.setdefault(id(a), ("kwarg", n))
+    for table in (mod._parameters, mod._buffers):
+        for n, t in table.items():
+            if t is not None:
+                known.setdefault(id(t), ("attr", n))
+    sources = [None] * int(chain["inputs"])
+    outs = []
+    for j, ((func, a, kw, out), op) in enumerate(zip(calls, ops)):
+        if func._schema.name != op["op"] or func._schema.overload_name != (op.get("overload") or ""):
+            return None, "its forward's op %d is %s" % (j, names[j])
+        values = _schema_values(func, a, kw)
+        recs = op.get("args", [])
+        if values is None or len(values) != len(recs):
+            return None, "op %d's arguments differ" % j
+        for v, rec in zip(values, recs):
+            ref = rec.get("ref") if isinstance(rec, dict) else None
+            if ref is None:
+                if not _same_constant(torch, v, rec):
+                    return None, "op %d's %s is %r, the chain's %r" % (j, rec.get("name", "argument"), v,
+                                                                        rec.get("value"))
+            elif "input" in ref:
+                k = int(ref["input"])
+                if isinstance(v, torch.Tensor):
+                    src = known.get(id(v))
+                elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                    # A Python number: the chain reads it as a 0-dim tensor.
+                    dtype = getattr(torch, entry["args"][k].get("dtype", "float64"))
+                    src = ("value", torch.tensor(v, dtype=dtype))
+                else:
+                    src = None
+                if src is None:
+                    return None, "op %d reads a tensor that is no argument, parameter or buffer" % j
+                sources[k] = src
+            elif v is not outs[int(ref["op"])][int(ref["output"])]:
+                return None, "op %d does not read op %s's result" % (j, ref["op"])
+        outs.append(tuple(out) if isinstance(out, (tuple, list)) else (out,))
+    if any(s is None for s in sources):
+        return None, "a chain input is read by no op"
+    n = int(chain["outputs"])
+    last = outs[-1][:n]
+    if n == 1 and result is not last[0]:
+        return None, "its forward does not return the last op's result"
+    if n > 1 and not (isinstance(result, tuple) and len(result) == n and all(r is l for r, l in zip(result, last))):
+        return None, "its forward does not return the last op's results"
+    return sources, None
+
+
+def _record(torch, fn):
+    """Runs fn() under a dispatch mode that records every ATen call:
+    [(func, args, kwargs, result)], and fn's result."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Record(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls):
+            # Else torch wraps __torch_dispatch__ in dynamo.disable, whose
+            # first call imports torch._dynamo: a second of start-up per
+            # process. This mode never runs under torch.compile (forward checks).
+            return False
+
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            self.calls.append((func, args, kwargs, out))
+            return out
+
+    with Record() as r:
+        result = fn()
+    return r.calls, result
+
+
+def _fetch(src, args, kwargs, mod):
+    kind, where = src
+    if kind == "arg":
+        return args[where]
+    if kind == "kwarg":
+        return kwargs[where]
+    if kind == "attr":
+        t = mod._parameters.get(where)
+        return t if t is not None else mod._buffers[where]
+    return where  # "value": the number as a tensor
+
+
+def _patch(cls, entry):
+    import functools
+
+    import torch
+
+    original = cls.forward
+    ns, name = entry["op"].split("::", 1)
+    op = getattr(getattr(torch.ops, ns), name)
+    plans = {}  # call key -> sources, or None: the original forward
+    target = entry.get("target", entry["op"])
+
+    @functools.wraps(original)
+    def forward(self, *args, **kwargs):
+        if type(self) is not cls or _needs_original(torch, self, args, kwargs):
+            return original(self, *args, **kwargs)
+        try:
+            key = _call_key(torch, self, args, kwargs)
+        except TypeError:
+            return original(self, *args, **kwargs)
+        if key not in plans:
+            calls, result = _record(torch, lambda: original(self, *args, **kwargs))
+            sources, why = _plan(torch, entry, self, args, kwargs, calls, result)
+            plans[key] = sources
+            if sources is None and os.environ.get("FORGE_PACKAGE_TRACE") == "1":
+                _warn("%s: %s keeps its forward for this call: %s" % (target, class_name(cls), why))
+            return result
+        sources = plans[key]
+        if sources is None:
+            return original(self, *args, **kwargs)
+        return op(*[_fetch(s, args, kwargs, self) for s in sources])
+
+    forward.__forge_chain__ = target
+    _patched[cls] = cls.__dict__.get("forward")
+    cls.forward = forward
+
+
+def _consider(cls):
+    for digest, entry in _wanted.get(class_name(cls), []):
+        if cls in _patched:
+            return
+        if code_digest(getattr(cls, "forward", None)) == digest:
+            try:
+                _patch(cls, entry)
+            except Exception as e:  # the class keeps its forward
+                _warn("%s: %s's forward not replaced: %s" % (entry.get("target", ""), class_name(cls), e))
+
+
+def _all_subclasses(cls):
+    seen, todo = [], [cls]
+    while todo:
+        for s in todo.pop().__subclasses__():
+            if s not in seen:
+                seen.append(s)
+                todo.append(s)
+    return seen
+
+
+def install(package_json=None):
+    """Replaces the forwards of the package's module classes (idempotent).
+    Returns the targets whose class waits to be defined or was patched."""
+    import torch
+
+    package_json = package_json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "package.json")
+    if package_json in _installed:
+        return []
+    _installed.add(package_json)
+    with open(package_json) as f:
+        pkg = json.load(f)
+    wanted = []
+    for e in pkg.get("entries", []):
+        m = e.get("module")
+        if e.get("chain") and isinstance(m, dict) and m.get("class") and m.get("code"):
+            _wanted.setdefault(m["class"], []).append((m["code"], e))
+            wanted.append(e.get("target", e["op"]))
+    if not wanted:
+        return []
+    if not _subclass_hook[0]:
+        _subclass_hook[0] = True
+        Module = torch.nn.Module
+        previous = Module.__dict__.get("__init_subclass__")
+
+        def init_subclass(cls, **kwargs):
+            if previous is not None:
+                previous.__func__(cls, **kwargs)
+            else:
+                super(Module, cls).__init_subclass__(**kwargs)
+            _consider(cls)
+
+        Module.__init_subclass__ = classmethod(init_subclass)
+    for cls in _all_subclasses(torch.nn.Module):
+        _consider(cls)
+    return wanted

@@ -1,0 +1,42 @@
+# Chains that are a module's whole forward (tests/rules/package/test_chain_module_torch.cpp):
+# Swish, and QuickGELU with its factor as an attribute (a Python number the
+# chain reads); a Swish spelled in a plain function, which no forward is. Each
+# on its own shape, so no op's calls are shared between chains. Prints one
+# checksum per line for the test to compare with a stock run; with
+# FORGE_TEST_GRAD=1 the input needs grad (the original forwards must run), and
+# with FORGE_TEST_ALPHA the QuickGELU factor changes after the first call.
+import os
+
+import torch
+
+
+class Swish(torch.nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(x)
+
+
+class QuickGELU(torch.nn.Module):
+    def __init__(self, alpha=1.702):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        return x * torch.sigmoid(self.alpha * x)
+
+
+def swish(x):
+    return x * torch.sigmoid(x)
+
+
+torch.manual_seed(0)
+a, b, c = torch.randn(64, 1024), torch.randn(32, 2048), torch.randn(16, 4096)
+grad = os.environ.get("FORGE_TEST_GRAD") == "1"
+if grad:
+    a.requires_grad_(True)
+s, q = Swish(), QuickGELU()
+with torch.set_grad_enabled(grad):
+    for i in range(4):
+        y, z, w = s(a), q(b), swish(c)
+        if i == 0 and os.environ.get("FORGE_TEST_ALPHA"):
+            q.alpha = float(os.environ["FORGE_TEST_ALPHA"])
+        print("%.6f %.6f %.6f" % (float(y.sum()), float(z.sum()), float(w.sum())))
