@@ -65,6 +65,31 @@ def target_rows(report, store):
                         "compile": t.get("best_speedup_compile")},
             "bytes": t.get("bytes"), "floor_us": t.get("floor_us"), "floor_pct": t.get("floor_pct"),
             "ceiling_bytes_per_s": b.get("ceiling_bytes_per_s"), "under_compile": t.get("under_compile")})
+    # A shipped chain stands in for the problem's whole forward: it leads.
+    chains = chain_rows(report, shipped)
+    return [r for r in chains if r["shipped"]] + rows + [r for r in chains if not r["shipped"]]
+
+
+def chain_rows(report, shipped):
+    """One row per chain forge searched (docs/SELECTION.md, "Chains"): its fused
+    kernel's figures from the build report; shipped when the package holds it
+    (in place of the module forward it is)."""
+    rows = []
+    for c in report.get("chains", []):
+        s = c.get("search")
+        if not c.get("id") or not isinstance(s, dict):
+            continue
+        rows.append({
+            "target": c["id"], "op": " -> ".join(c.get("ops", [])), "signature": None,
+            "share_pct": 100 * c["share"] if c.get("share") is not None else None,
+            "selection": "selected", "why": c.get("why"),
+            "iterations": s.get("iterations"), "best_iteration": None,
+            "outcomes": s.get("outcomes"), "rejections": None,
+            "kernel": s.get("best_strategy"), "shipped": c["id"] in shipped,
+            "candidate_us": None, "eager_us": None, "compile_us": None, "compile_mode": None,
+            "speedup": {"eager": s.get("best_speedup_eager"), "eager_hot": None, "compile": None},
+            "bytes": None, "floor_us": None, "floor_pct": None, "ceiling_bytes_per_s": None,
+            "under_compile": None, "chain": True})
     return rows
 
 

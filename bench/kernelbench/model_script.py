@@ -10,8 +10,9 @@ get_inputs() on the device, runs the model under torch.no_grad() and prints
 (forge.yaml's `latency` regex reads it). Environment:
   KB_ITERS=N      timed calls (default 3), after KB_WARMUP (default 2; 3 compiled)
   KB_COMPILE=MODE the model under torch.compile(mode=MODE), compiled in warm-up
-  KB_PACKAGE=DIR  forge's package: torch.ops.load_library(DIR/libforge.so) and
-                  forge_compile.install() before the model is built
+  KB_PACKAGE=DIR  forge's package: torch.ops.load_library(DIR/libforge.so),
+                  forge_compile.install() and forge_modules.install() (a chain
+                  that is Model's whole forward) before the problem is loaded
   KB_TIMES=FILE   writes {"ms": [each timed call], "bytes": inputs + outputs,
                   "checksum": the last output's mean |x|, ...}
 --scale S < 1 shrinks the problem for a dry run: shrink() below.
@@ -74,6 +75,9 @@ def main():
         sys.path.insert(0, package)
         import forge_compile
         forge_compile.install()
+        if os.path.exists(os.path.join(package, "forge_modules.py")):
+            import forge_modules
+            forge_modules.install()
     mod = load_problem(a.problem, a.scale)
     torch.manual_seed(0)
     with torch.device(a.device):  # weights and inputs made on the device

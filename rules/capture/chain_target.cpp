@@ -14,6 +14,28 @@ namespace {
 
 bool is_tensor(const json& rec) { return rec.is_object() && rec.value("type", "") == "Tensor"; }
 
+// The functional op an out= variant stands for, when the program called that
+// op and the backend ran its out= variant (torch.abs(x) runs abs.out on the
+// CPU and CUDA): {op, overload}; else nullopt. The chain then calls the
+// functional op, so the out buffer, written and read by nothing else, is no
+// input of the chain.
+std::optional<std::pair<std::string, std::string>> functional_of(const json& e) {
+  const std::string op = e.value("op", "");
+  const auto dot = op.find('.');
+  if (dot == std::string::npos) return std::nullopt;
+  const std::string base = op.substr(0, dot), overload = op.substr(dot + 1);
+  if (overload != "out" && (overload.size() < 4 || overload.compare(overload.size() - 4, 4, "_out") != 0))
+    return std::nullopt;
+  const std::string outer = e.value("outer_op", "");
+  const auto odot = outer.find('.');
+  if (outer.substr(0, odot) != base) return std::nullopt;
+  bool has_out = false;
+  for (const auto& a : e.value("args", json::array()))
+    if (a.is_object() && a.value("name", "") == "out") has_out = is_tensor(a) && a.value("changed", false);
+  if (!has_out) return std::nullopt;
+  return std::make_pair(base, odot == std::string::npos ? std::string() : outer.substr(odot + 1));
+}
+
 }  // namespace
 
 std::optional<Target> chain_target(const std::string& model, const json& record, const Chain& chain,
@@ -34,11 +56,14 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
   std::string readable;
   for (size_t j = 0; j < chain.entries.size(); ++j) {
     const json& e = entries.at(static_cast<size_t>(chain.entries[j]));
-    const std::string op = e.value("op", "");
-    const auto dot = op.find('.');
+    std::string op = e.value("op", "");
     json args = e.value("args", json::array());
+    const auto functional = functional_of(e);
+    if (functional) op = functional->first + (functional->second.empty() ? "" : "." + functional->second);
+    const auto dot = op.find('.');
     for (size_t i = 0; i < args.size(); ++i) {
       json& a = args[i];
+      if (functional && a.is_object() && a.value("name", "") == "out") continue;  // dropped below
       if (a.is_object() && a.value("type", "") == "list")
         for (const auto& item : a.value("value", json::array()))
           if (is_tensor(item)) {
@@ -67,6 +92,12 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
         in["name"] = "op" + std::to_string(j) + "_" + in.value("name", "arg" + std::to_string(i));
         t.args.push_back(std::move(in));
       }
+    }
+    if (functional) {
+      json kept = json::array();
+      for (auto& a : args)
+        if (!(a.is_object() && a.value("name", "") == "out")) kept.push_back(std::move(a));
+      args = std::move(kept);
     }
     ops.push_back({{"op", "aten::" + op.substr(0, dot)},
                    {"overload", dot == std::string::npos ? "" : op.substr(dot + 1)},

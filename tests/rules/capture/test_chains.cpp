@@ -107,6 +107,37 @@ TEST_CASE("a chain's target: inputs read from outside in reading order, each op'
   CHECK(why.find("view") != std::string::npos);
 }
 
+TEST_CASE("an out= variant the program reached through its functional op is that op in the chain") {
+  // torch.abs(x) runs abs.out(x, out=<empty>) on the backend; then add(abs's out, 1).
+  json abs = entry("abs.out", 2, 1);
+  abs["outer_op"] = "abs";
+  json out = tensor();
+  out["name"] = "out";
+  out["changed"] = true;
+  abs["args"] = {tensor(), out};
+  json add = entry("add.Tensor", 2, 1);
+  add["args"] = {tensor(), {{"type", "float"}, {"value", 1.0}}, {{"type", "int"}, {"value", 1}}};
+  json rec = {{"entries", {abs, add}},
+              {"flows", {flow(0, 1, 2, 0, 0)}},
+              {"produced", {produced(0, 2), produced(1, 2)}}};
+  auto chains = find_chains(rec, "cpu");
+  REQUIRE(chains.size() == 1);
+  std::string why;
+  auto t = chain_target("m", rec, chains[0], &why);
+  REQUIRE_MESSAGE(t, why);
+  const json& ops = t->chain["ops"];
+  CHECK(ops[0]["op"] == "aten::abs");
+  CHECK(ops[0]["overload"] == "");
+  CHECK(ops[0]["args"].size() == 1);  // the out buffer is gone, and is no input
+  CHECK(t->chain["inputs"] == 1);
+  // Called as abs.out by the program itself (another outer op): the buffer stays an input.
+  rec["entries"][0]["outer_op"] = "linear";
+  t = chain_target("m", rec, find_chains(rec, "cpu")[0], &why);
+  REQUIRE(t);
+  CHECK(t->chain["ops"][0]["overload"] == "out");
+  CHECK(t->chain["inputs"] == 2);
+}
+
 TEST_CASE("an intermediate another op also reads cuts the chain there") {
   // exp's output goes to mul and to add: exp is no link; mul -> add is.
   json rec = {{"entries", {entry("exp", 2, 1), entry("mul.Tensor", 2, 1), entry("add.Tensor", 2, 1)}},
