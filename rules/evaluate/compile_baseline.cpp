@@ -22,6 +22,8 @@ json measure(BuildContext& ctx, const Target& t, const fs::path& script) {
               {"samples", materialize_samples(ctx, t)},
               {"bench", bench_settings(ctx, EvalSettings{})},
               {"modes", {"default", "max-autotune-no-cudagraphs"}}};
+  // A chain: the helper runs its ATen ops one by one, which Inductor fuses.
+  if (t.chain.is_object()) req["chain"] = t.chain;
   const fs::path file = ctx.manifest.store / "tmp" /
                         ("compile-bench-" + std::to_string(::getpid()) + ".json");
   fs::create_directories(file.parent_path());
@@ -68,13 +70,17 @@ void CompileBaselineRule::apply(BuildContext& ctx) {
       fs::path(FORGE_SOURCE_DIR) / "runtime" / "compile_bench" / "forge_compile_bench.py";
   std::string script_text;
   read_file(script, &script_text);
-  for (auto& t : ctx.targets) {
+  std::vector<Target*> all;
+  for (auto& t : ctx.targets) all.push_back(&t);
+  for (auto& t : ctx.chain_targets) all.push_back(&t);  // Inductor's fusion of the same chain
+  for (Target* tp : all) {
+    Target& t = *tp;
     if (t.kernels.empty()) continue;  // the baseline is for comparing a forged kernel
     StepSpec spec;
     spec.kind = "compile_baseline";
     spec.label = t.id;
     spec.name = "compile_baseline/" + t.id;
-    spec.inputs = {{"op", t.op},
+    spec.inputs = {{"op", t.op},  // a chain's names its definition's digest
                    {"signature", t.signature},
                    {"args", sha256_hex(t.args.dump())},
                    {"samples", sha256_hex(t.sample_inputs.dump())},

@@ -97,32 +97,49 @@ json* chain_report(BuildContext& ctx, const Target& t) {
   return nullptr;
 }
 
-// A chain's package entry: its kernel replaces the forward of the module class
-// whose whole forward the chain is (runtime/autoload/forge_autoload/modules.py);
-// null, with the chain report's reason, for any other chain.
+// A chain's package entry (op forge_chain::c_<digest>, its definition). Where
+// the chain is a module's whole forward its kernel replaces that forward
+// (runtime/autoload/forge_autoload/modules.py); in compiled graphs it replaces
+// the chain where it beat Inductor's fusion of it (compile.py, under_compile).
+// Null, with the chain report's reason, when it is neither.
 json chain_package_entry(BuildContext& ctx, const Target& t, const std::vector<Family>& families,
                          const fs::path& kernels_dir) {
   json* c = chain_report(ctx, t);
   if (!c || !t.shipped) return nullptr;
-  auto not_packaged = [&](const std::string& why) {
-    (*c)["why"] = "searched; not packaged: " + why;
-    if (c->contains("search")) (*c)["search"]["packaged"] = false;
-    return json(nullptr);
+  auto set = [&](bool packaged, const std::string& why) {
+    (*c)["why"] = "searched; " + why;
+    if (c->contains("search")) (*c)["search"]["packaged"] = packaged;
   };
-  if (!c->value("whole_forward", false))
-    return not_packaged("its ops are not one module's whole forward, and compiled graphs keep Inductor's fusion "
-                        "of a chain (its single ops stay targets)");
+  const std::string compiled =
+      t.under_compile == "forge"
+          ? "compiled graphs call it in place of Inductor's fusion of the chain, which it beat"
+          : t.best_speedup_compile ? "compiled graphs keep Inductor's fusion of the chain, which was as fast or faster"
+                                   : "compiled graphs keep Inductor's fusion of the chain (no compile figure for it)";
   const json code = c->value("module_code", json());
-  if (!code.is_string()) return not_packaged("the capture has no digest of its module's forward code");
+  const bool module = c->value("whole_forward", false) && code.is_string();
+  if (!module && t.under_compile != "forge") {
+    set(false, "not packaged: " +
+                   std::string(c->value("whole_forward", false)
+                                   ? "the capture has no digest of its module's forward code"
+                                   : "its ops are not one module's whole forward") +
+                   ", and " + compiled + " (its single ops stay targets)");
+    return nullptr;
+  }
   json entry = package_entry(ctx, t, families, kernels_dir);
-  if (entry.is_null()) return not_packaged("its kernel could not be packaged (see the notes)");
-  const std::string path = c->value("module", "");
+  if (entry.is_null()) {
+    set(false, "not packaged: its kernel could not be packaged (see the notes)");
+    return nullptr;
+  }
   entry["chain"] = t.chain;
-  entry["module"] = {{"class", path.substr(path.rfind('/') + 1)}, {"path", path}, {"code", code}};
-  entry["under_compile"] = "inductor";
-  (*c)["why"] = "searched and packaged: its kernel replaces " + entry["module"]["class"].get<std::string>() +
-                ".forward under `forge run` (eager; compiled graphs keep Inductor's fusion)";
-  if (c->contains("search")) (*c)["search"]["packaged"] = true;
+  std::string why = "packaged: ";
+  if (module) {
+    const std::string path = c->value("module", "");
+    entry["module"] = {{"class", path.substr(path.rfind('/') + 1)}, {"path", path}, {"code", code}};
+    why += "its kernel replaces " + entry["module"]["class"].get<std::string>() + ".forward under `forge run`; ";
+  } else {
+    why += "not a module's whole forward, so eager code keeps the chain; ";
+  }
+  set(true, why + compiled);
   return entry;
 }
 

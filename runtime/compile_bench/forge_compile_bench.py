@@ -14,6 +14,10 @@ overload, args, samples, bench); prints one JSON object on stdout:
    "best_mode": "default", "compile_us": {...the best mode's...},
    "traced_as": [{"op", "overload", "args"}...], "traced_as_problem": "..."}
 
+A chain target's request carries "chain" (its definition, rules/capture/chain_target.h)
+instead of op and overload: args are the chain's inputs, and the function timed and
+compiled runs the chain's ATen ops one by one (chain_function), which Inductor fuses.
+
 "traced_as" lists the ops torch.compile's front end traces the captured call to
 where that is another op (spellings(), below), for the package's routing
 (runtime/autoload/forge_autoload/compile.py); "traced_as_problem" says why a
@@ -65,7 +69,8 @@ def build_args(req, device):
                 flat = torch.randint(0, 16, (n,), generator=gen).to(dtype)
             x = torch.empty_strided(sizes, strides, dtype=dtype)
             x.copy_(flat.view(sizes) if n else flat.reshape(sizes))
-            args.append(x.to(device))
+            # A CPU tensor of a CUDA call (a Python number the chain reads) stays on the CPU.
+            args.append(x if str(rec.get("device", "")).startswith("cpu") else x.to(device))
         elif t == "None":
             args.append(None)
         elif t == "ScalarType":
@@ -77,6 +82,44 @@ def build_args(req, device):
         else:
             raise ValueError("argument %d of type %s is not supported" % (i, t))
     return args
+
+
+def aten_op(name, overload):
+    """torch.ops.aten.<name>.<overload> from a definition's "aten::name" and overload."""
+    return getattr(getattr(torch.ops.aten, name.split("::")[-1]), overload or "default")
+
+
+def chain_function(chain, inputs):
+    """A function of no arguments running the chain's ops one by one on
+    `inputs`, each argument its captured constant, a chain input ({"ref":
+    {"input": i}}) or an earlier op's return ({"ref": {"op": j, "output": k}})."""
+    steps = []
+    for o in chain["ops"]:
+        op = aten_op(o["op"], o.get("overload"))
+        recs = o["args"]
+        consts = build_args({"args": [{"type": "None"} if "ref" in r else r for r in recs], "samples": []}, "cpu")
+        steps.append((op, recs, consts))
+    n_out = int(chain["outputs"])
+
+    def run():
+        results = []
+        for op, recs, consts in steps:
+            values = []
+            for r, c in zip(recs, consts):
+                ref = r.get("ref")
+                if ref is None:
+                    values.append(c)
+                elif "input" in ref:
+                    values.append(inputs[ref["input"]])
+                else:
+                    out = results[ref["op"]]
+                    values.append(out[ref["output"]] if isinstance(out, (tuple, list)) else out)
+            p, k = split_args(op, values)
+            results.append(op(*p, **k))
+        last = results[-1]
+        return last if n_out == 1 or not isinstance(last, (tuple, list)) else tuple(last[:n_out])
+
+    return run
 
 
 def split_args(op, args):
@@ -238,24 +281,26 @@ def main():
     bench = req.get("bench", {})
     if device == "cpu" and bench.get("threads"):
         torch.set_num_threads(int(bench["threads"]))
-    name = req["op"].split("::")[-1]
-    packet = getattr(torch.ops.aten, name)
-    op = getattr(packet, req.get("overload") or "default")
     args = build_args(req, device)
-    try:
-        found, problem = spellings(op, args)
-    except Exception as e:  # a trace that fails routes nothing more; the timing goes on
-        found, problem = [], "the trace failed: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])
-    if req.get("spellings_only"):
-        json.dump({"ok": True, "traced_as": found, "traced_as_problem": problem}, sys.stdout)
-        sys.stdout.write("\n")
-        return
-    # The capture records arguments in schema order; keyword-only ones (mean.dim's
-    # dtype) must be passed by name, which Dynamo enforces and eager does not.
-    args, kwargs = split_args(op, args)
+    if "chain" in req:
+        eager = chain_function(req["chain"], args)
+        found, problem = [], None
+    else:
+        op = aten_op(req["op"], req.get("overload"))
+        try:
+            found, problem = spellings(op, args)
+        except Exception as e:  # a trace that fails routes nothing more; the timing goes on
+            found, problem = [], "the trace failed: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])
+        if req.get("spellings_only"):
+            json.dump({"ok": True, "traced_as": found, "traced_as_problem": problem}, sys.stdout)
+            sys.stdout.write("\n")
+            return
+        # The capture records arguments in schema order; keyword-only ones (mean.dim's
+        # dtype) must be passed by name, which Dynamo enforces and eager does not.
+        args, kwargs = split_args(op, args)
 
-    def eager():
-        return op(*args, **kwargs)
+        def eager():
+            return op(*args, **kwargs)
 
     out = {"ok": True, "device": device, "torch": torch.__version__, "modes": {}, "traced_as": found}
     if problem:

@@ -254,6 +254,8 @@ def _spellings(entry, policy):
 def install(package_json=None, policy=None, library=None):
     """Routes compiled graphs to the forged kernels that beat Inductor. Idempotent.
     `library`: the libforge.so whose guard decides (default: the one beside package.json)."""
+    import torch
+
     package_json = package_json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "package.json")
     library = library or os.path.join(os.path.dirname(os.path.abspath(package_json)), "libforge.so")
     policy = policy or os.environ.get("FORGE_COMPILE_POLICY", "measured")
@@ -263,10 +265,11 @@ def install(package_json=None, policy=None, library=None):
     with open(package_json) as f:
         pkg = json.load(f)
     chosen = []  # (entry, op, overload, argument map)
+    chains = []  # chain entries routed in compiled graphs (the post-grad pass, _replace_chains)
     for e in pkg.get("entries", []):
         if e.get("chain"):
-            # A chain's kernel replaces a module's forward in eager code
-            # (modules.py); compiled graphs keep Inductor's fusion of it.
+            if (e.get("under_compile", "inductor") if policy == "measured" else policy) == "forge":
+                chains.append(e)
             continue
         spellings = [s for s in _spellings(e, policy) if s[3] == "forge"]
         if spellings and any(isinstance(a, dict) and a.get("changed") for a in e.get("args", [])):
@@ -275,7 +278,7 @@ def install(package_json=None, policy=None, library=None):
             _warn_once("%s: not routed under torch.compile: the call changes an input" % e.get("target", e["op"]))
             continue
         chosen += [(e,) + s[:3] for s in spellings]
-    lib = _library(library) if chosen else None
+    lib = _library(library) if chosen or chains else None
     guards = {}  # by id(entry): libforge.so's guard of the entry
     by_spelling = {}
     for e, op, overload, mapping in chosen:
@@ -301,21 +304,132 @@ def install(package_json=None, policy=None, library=None):
     # count then enters the cache key too. So do this file's text and the
     # library's bytes (its guard decides): a graph cached under other routing
     # code must not be reused.
+    chain_routes = []  # (entry, guard, forge_chain op)
+    for e in chains:
+        try:
+            ns, name = e["op"].split("::", 1)
+            chain_routes.append((e, _Guard(lib, e), getattr(getattr(torch.ops, ns), name).default))
+        except Exception as why:  # libforge.so does not define or override it either
+            _warn_once("%s: not routed under torch.compile: %s" % (e.get("target", e["op"]), why))
+    for e, _, _ in chain_routes:
+        routed.setdefault((e["op"], "default"), []).append(e)
     by_threads = any(e.get("stock_threads") for v in routed.values() for e in v)
     routing = hashlib.sha256()
     for path in [os.path.abspath(__file__)] + ([library] if lib else []):
         with open(path, "rb") as f:
             routing.update(f.read())
     _key_inductor_cache(json.dumps([policy, sorted(routed.items()), routing.hexdigest()], sort_keys=True),
-                        by_threads)
+                        by_threads, chain_routes)
     return sorted("%s.%s" % k for k in routed)
 
 
-def _key_inductor_cache(choice, by_threads=False):
+def _same_constant(v, rec):
+    try:
+        from forge_autoload.modules import same_constant
+    except ImportError:  # the package's copy (forge_modules.py beside this file)
+        from forge_modules import same_constant
+    import torch
+
+    return same_constant(torch, v, rec)
+
+
+def _spelled(aten_op):
+    """How a post-grad graph spells aten_op: itself, or the forge::<op> a
+    single-op route decomposed it into (_forge_op: the same arguments)."""
+    import torch
+
+    name, overload = aten_op._schema.name.split("::")[-1], aten_op._overloadname
+    fname = name if overload == "default" else "%s_%s" % (name, overload)
+    wrapper = getattr(torch.ops.forge, fname).default if hasattr(torch.ops.forge, fname) else None
+    return (aten_op, wrapper) if wrapper is not None else (aten_op,)
+
+
+def _match_chain(node, entry):
+    """The chain `entry` starting at post-grad graph node `node`: (its nodes,
+    each chain input's node or Python number), or None. Each op must be the
+    chain's, on its constants; each intermediate read by the next op alone."""
+    import torch
+
+    ops = entry["chain"]["ops"]
+    nodes, inputs, cur = [], [None] * int(entry["chain"]["inputs"]), node
+    for j, o in enumerate(ops):
+        if cur.op != "call_function" or cur.target not in _spelled(_aten(o["op"], o.get("overload"))):
+            return None
+        values = _schema_order(cur.target, cur.args, cur.kwargs)
+        recs = o["args"]
+        if len(values) != len(recs):
+            return None
+        for v, rec in zip(values, recs):
+            ref = rec.get("ref")
+            if ref is None:
+                if not _same_constant(v, rec):
+                    return None
+            elif "input" in ref:
+                numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
+                if not (isinstance(v, torch.fx.Node) or (numeric and entry["args"][ref["input"]].get("sizes") == [])):
+                    return None
+                inputs[ref["input"]] = v
+            elif int(ref.get("output", 0)) != 0 or v is not nodes[int(ref["op"])]:
+                return None
+        nodes.append(cur)
+        if j + 1 < len(ops):
+            users = list(cur.users)
+            if len(users) != 1:
+                return None
+            cur = users[0]
+    return nodes, inputs
+
+
+def _replace_chains(graph, routes):
+    """Inductor's post-grad graph: each chain of a routed entry whose inputs its
+    guard (libforge.so's) takes becomes one call of the entry's forge_chain op.
+    A Python number the chain reads becomes a 0-dim tensor of the captured dtype."""
+    import torch
+
+    for entry, guard, op in routes:
+        first = _spelled(_aten(entry["chain"]["ops"][0]["op"], entry["chain"]["ops"][0].get("overload")))
+        for node in list(graph.nodes):
+            if node.graph is not graph or node.op != "call_function" or node.target not in first:
+                continue
+            m = _match_chain(node, entry)
+            if m is None:
+                continue
+            nodes, inputs = m
+            dtypes = [getattr(torch, a.get("dtype", "float32")) for a in entry["args"]]
+            described = [i.meta.get("val") if isinstance(i, torch.fx.Node) else torch.tensor(i, dtype=d)
+                         for i, d in zip(inputs, dtypes)]
+            if any(d is None for d in described) or not _inside(guard, described):
+                continue
+            last = nodes[-1]
+            fake = last.meta.get("val")
+            with graph.inserting_before(last):
+                args = []
+                for i, d in zip(inputs, dtypes):
+                    if isinstance(i, torch.fx.Node):
+                        args.append(i)
+                        continue
+                    n = graph.call_function(torch.ops.aten.scalar_tensor.default, (i,), {"dtype": d})
+                    if fake is not None and getattr(fake, "fake_mode", None) is not None:
+                        with fake.fake_mode:
+                            n.meta["val"] = torch.ops.aten.scalar_tensor.default(i, dtype=d)
+                    args.append(n)
+                new = graph.call_function(op, tuple(args))
+            # The chain's result (a custom pass's op: no eager_input_vals, so
+            # Inductor puts no layout constraints of the last op's on it).
+            for k in ("val", "tensor_meta", "stack_trace"):
+                if k in last.meta:
+                    new.meta[k] = last.meta[k]
+            last.replace_all_uses_with(new)
+            for n in reversed(nodes):
+                graph.erase_node(n)
+
+
+def _key_inductor_cache(choice, by_threads=False, chain_routes=()):
     """Inductor's on-disk FX graph cache does not hash the decomposition table,
     so a graph compiled with other choices (or without forge) would be reused.
-    A no-op post-grad pass whose uuid() names the choices enters the cache key;
-    with `by_threads`, also torch's intra-op threads when the graph is keyed."""
+    A post-grad pass whose uuid() names the choices enters the cache key;
+    with `by_threads`, also torch's intra-op threads when the graph is keyed.
+    The pass replaces the routed chains (_replace_chains)."""
     import torch
     from torch._inductor import config
     from torch._inductor.custom_graph_pass import CustomGraphPass
@@ -325,7 +439,8 @@ def _key_inductor_cache(choice, by_threads=False):
             self.digest = digest
 
         def __call__(self, graph):
-            pass
+            if chain_routes:
+                _replace_chains(graph, chain_routes)
 
         def uuid(self):
             threads = "-t%d" % torch.get_num_threads() if by_threads else ""
@@ -335,6 +450,8 @@ def _key_inductor_cache(choice, by_threads=False):
         config.post_grad_custom_post_pass = ForgeChoices(hashlib.sha256(choice.encode()).hexdigest())
     else:  # the user's own pass is there: no cache rather than a wrong hit
         config.fx_graph_cache = False
+        if chain_routes:
+            _warn_once("chains not routed under torch.compile: the program has its own post-grad pass")
 
 
 def install_on_first_compile(package_json):

@@ -137,7 +137,7 @@ def _schema_values(func, args, kwargs):
     return out
 
 
-def _same_constant(torch, v, rec):
+def same_constant(torch, v, rec):
     """Whether a traced argument is the chain's captured constant (its capture
     record, docs/CAPTURE.md); kinds not listed never match."""
     if not isinstance(rec, dict):
@@ -193,7 +193,7 @@ def _plan(torch, entry, mod, args, kwargs, calls, result):
         for v, rec in zip(values, recs):
             ref = rec.get("ref") if isinstance(rec, dict) else None
             if ref is None:
-                if not _same_constant(torch, v, rec):
+                if not same_constant(torch, v, rec):
                     return None, "op %d's %s is %r, the chain's %r" % (j, rec.get("name", "argument"), v,
                                                                         rec.get("value"))
             elif "input" in ref:

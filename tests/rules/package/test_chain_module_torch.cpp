@@ -5,7 +5,8 @@
 // them; `forge run` then calls their fused kernels from the unchanged script,
 // with outputs equal to a stock run's, also after the factor changes; a call
 // that needs grad runs the original forward; a chain spelled in a plain
-// function is not packaged and says why. Skipped (visibly) without torch.
+// function is not packaged and says why; compiled graphs of the same modules
+// call the chain ops too. Skipped (visibly) without torch.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -121,6 +122,20 @@ TEST_CASE("a chain that is a module's whole forward ships and replaces that forw
   CHECK(grad.out == run_stock(dir.path(), "FORGE_TEST_GRAD=1"));
   CHECK(forged_chains(json::parse(test::read_text(dir / "grad.json")), class_of) ==
         std::map<std::string, long>{{"__main__.QuickGELU", 3}, {"__main__.Swish", 0}});
+
+  // Compiled graphs: the post-grad pass replaces each chain by its forged op
+  // (policy forge: this machine's measured choice may go either way), also
+  // where the single-op routes had already taken the chain's ops.
+  fs::copy_file(fs::path(FORGE_TEST_DIR) / "rules" / "package" / "chain_module" / "compiled.py",
+                dir / "compiled.py");
+  auto compiled = test::run_forge(
+      "run --json-report compiled.json -- env OMP_NUM_THREADS=1 FORGE_COMPILE_POLICY=forge python compiled.py",
+      dir.path());
+  INFO(compiled.err);
+  REQUIRE(compiled.exit_code == 0);
+  CHECK(compiled.out == "match True True\n");
+  CHECK(forged_chains(json::parse(test::read_text(dir / "compiled.json")), class_of) ==
+        std::map<std::string, long>{{"__main__.QuickGELU", 3}, {"__main__.Swish", 3}});
 }
 
 TEST_SUITE_END();
