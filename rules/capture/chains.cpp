@@ -65,25 +65,45 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
       next[a] = *bs.begin();
       prev[*bs.begin()] = a;
     }
-  // The module every op of `ch` ran under, all of its calls ("\n" when they
-  // differ), and whether `ch` is every op that module's forward ran itself.
+  // The module every op of `ch` ran under, all of its calls, or under one of
+  // its submodules: the deepest such path ("\n" when an op ran under several).
+  // whole_forward: `ch` is every kernel that module's forward ran, itself or
+  // through its submodules, so a kernel for the chain can stand in for it.
   auto module_of = [&](int i) {
     const json& e = entries[static_cast<size_t>(i)];
     return e.value("modules", json::object()).size() == 1 ? e.value("module", "") : std::string("\n");
   };
+  auto within = [](const std::string& path, const std::string& ancestor) {
+    return path == ancestor || (path.size() > ancestor.size() && path.compare(0, ancestor.size(), ancestor) == 0 &&
+                                path[ancestor.size()] == '/');
+  };
   auto set_module = [&](Chain& ch) {
-    std::set<std::string> modules;
-    for (int i : ch.entries) modules.insert(module_of(i));
-    if (modules.size() != 1 || modules.begin()->empty() || *modules.begin() == "\n") return;
-    ch.module = *modules.begin();
+    std::string common;
+    for (size_t k = 0; k < ch.entries.size(); ++k) {
+      const std::string m = module_of(ch.entries[k]);
+      if (m.empty() || m == "\n") return;
+      if (k == 0) {
+        common = m;
+        continue;
+      }
+      while (!common.empty() && !within(m, common)) {
+        const auto slash = common.rfind('/');
+        common = slash == std::string::npos ? "" : common.substr(0, slash);
+      }
+      if (common.empty()) return;
+    }
+    ch.module = common;
     const std::set<int> in_chain(ch.entries.begin(), ch.entries.end());
     ch.whole_forward = true;
     for (int i = 0; i < n; ++i) {
       const json& e = entries[static_cast<size_t>(i)];
-      if (in_chain.count(i) || !e.value("modules", json::object()).contains(ch.module)) continue;
-      // Another op the module ran itself; views and allocations need no kernel.
+      if (in_chain.count(i)) continue;
+      bool under = false;
+      const json mods = e.value("modules", json::object());
+      for (const auto& [path, calls] : mods.items()) under = under || within(path, common);
+      // Another kernel the module's forward ran; views and allocations need none.
       const std::string kind = e.value("kind", "kernel");
-      if (kind != "view" && kind != "alloc") ch.whole_forward = false;
+      if (under && kind != "view" && kind != "alloc") ch.whole_forward = false;
     }
   };
   auto chain_of = [&](const std::vector<int>& ids) {
@@ -112,17 +132,21 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
     }
     if (ids.size() < 2) continue;
     Chain whole = chain_of(ids);
-    if (whole.module.empty()) {
-      // A chain across modules: each run of it that is one module's whole
-      // forward is a chain too (a kernel for it can stand in for the forward).
-      for (size_t a = 0; a < ids.size();) {
-        size_t b = a + 1;
-        while (b < ids.size() && module_of(ids[b]) == module_of(ids[a])) ++b;
-        if (b - a >= 2) {
-          Chain run = chain_of(std::vector<int>(ids.begin() + static_cast<long>(a), ids.begin() + static_cast<long>(b)));
-          if (run.whole_forward) chains.push_back(std::move(run));
+    if (!whole.whole_forward) {
+      // A chain across modules: each longest run of it that is one module's
+      // whole forward is a chain too (a kernel for it can stand in for the forward).
+      for (size_t a = 0; a + 1 < ids.size();) {
+        size_t best = 0;
+        for (size_t b = ids.size(); b >= a + 2 && !best; --b)
+          if (b - a < ids.size() &&
+              chain_of(std::vector<int>(ids.begin() + static_cast<long>(a), ids.begin() + static_cast<long>(b))).whole_forward)
+            best = b;
+        if (!best) {
+          ++a;
+          continue;
         }
-        a = b;
+        chains.push_back(chain_of(std::vector<int>(ids.begin() + static_cast<long>(a), ids.begin() + static_cast<long>(best))));
+        a = best;
       }
     }
     chains.push_back(std::move(whole));

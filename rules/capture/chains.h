@@ -21,10 +21,11 @@ struct Chain {
   std::vector<std::string> signatures;
   long calls = 0;                    // calls of each op (all equal)
   double time_us = 0;                // the ops' time together
-  // The module every op of the chain ran under ("__main__.Block/__main__.RMSNorm"),
-  // "" when they differ or the capture has none; whole_forward: the chain is
-  // every op that module's forward ran itself (its submodules' ops apart), so
-  // a kernel for the chain can stand in for the forward.
+  // The deepest module every op of the chain ran under, itself or through its
+  // submodules ("__main__.Block/__main__.RMSNorm"), "" when there is none or
+  // the capture has no module paths; whole_forward: the chain is every kernel
+  // that module's forward ran, submodules included, so a kernel for the chain
+  // can stand in for the forward.
   std::string module;
   bool whole_forward = false;
 };

@@ -99,6 +99,78 @@ std::string sizes_check(size_t k, const char* list, const std::vector<int64_t>& 
          std::to_string(k) + "], want, " + std::to_string(sizes.size()) + ")) return false;\n  }\n";
 }
 
+// The chain's ops from `first` on as lines of a chain_body / chain_epilogue
+// (each `const V tJ = pw_op_...(operands, scalars);`), or "" with *why: an op
+// outside the pointwise table, an out= or in-place one, a scalar the table
+// cannot take. `epilogue`: every operand is an earlier op's result (the
+// template's own output is t0), none a chain input.
+std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::string* why) {
+  std::string body;
+  for (size_t j = first; j < ops.size(); ++j) {
+    const json& op = ops[j];
+    std::string name = op.value("op", "");
+    if (name.rfind("aten::", 0) == 0) name = name.substr(6);
+    const std::string overload = op.value("overload", "");
+    const std::string full = name + (overload.empty() ? "" : "." + overload);
+    const std::string where = "op " + std::to_string(j) + " (" + full + ")";
+    if (!name.empty() && name.back() == '_') return *why = where + " is in place", "";
+    if (overload == "out" || (overload.size() > 4 && overload.compare(overload.size() - 4, 4, "_out") == 0))
+      return *why = where + " writes into an out= buffer, which the chain takes as an input it changes", "";
+    auto it = table().find(full);
+    if (it == table().end()) return *why = where + " is not in the pointwise table", "";
+    const json& args = op.value("args", json::array());
+    std::vector<std::string> operands;
+    for (const auto& a : args) {
+      if (!is_tensor(a)) continue;
+      const json& ref = a.value("ref", json());
+      if (ref.contains("input") && epilogue)
+        return *why = where + " reads a tensor from outside the chain, which a template's epilogue cannot", "";
+      if (ref.contains("input")) operands.push_back("in[" + std::to_string(ref["input"].get<int>()) + "]");
+      else if (ref.value("output", 0) != 0) return *why = where + " reads an op's second output", "";
+      else operands.push_back("t" + std::to_string(ref.value("op", 0)));
+    }
+    const bool binary = it->second.binary;
+    if (operands.size() != (binary ? 2u : 1u)) return *why = where + " takes " + std::to_string(operands.size()) + " tensors", "";
+    // PwScalars {s0, s1, s2, has_lo, has_hi, tanh_approx} as pointwise_parse.h fills them.
+    double s[3] = {0, 0, 0};
+    int has_lo = 0, has_hi = 0, tanh_approx = 0;
+    auto need = [&](size_t i, double fallback, double* into) {
+      auto v = scalar_arg(args, i, fallback);
+      if (!v) return false;
+      *into = *v;
+      return true;
+    };
+    const std::string code = it->second.code;
+    bool ok = true;
+    if (code == "PW_leaky_relu") ok = need(1, 0.01, &s[0]);
+    else if (code == "PW_softplus") ok = need(1, 1, &s[0]) && need(2, 20, &s[1]) && s[0] != 0;
+    else if (code == "PW_elu") ok = need(1, 1, &s[0]) && need(2, 1, &s[1]) && need(3, 1, &s[2]);
+    else if (code == "PW_hardtanh") ok = need(1, -1, &s[0]) && need(2, 1, &s[1]);
+    else if (code == "PW_add" || code == "PW_sub") ok = need(2, 1, &s[0]);
+    else if (code == "PW_pow") {
+      ok = need(1, 0, &s[0]);
+      const double e = s[0];
+      if (ok && !(e == 2 || e == 3 || e == 1 || e == -1 || e == -2 || e == 0.5 || e == -0.5))
+        return *why = where + ": exponent " + std::to_string(e) + " is not one the table computes", "";
+    } else if (code == "PW_clamp") {
+      auto lo = scalar_arg(args, 1, std::nullopt), hi = scalar_arg(args, 2, std::nullopt);
+      has_lo = lo.has_value(), has_hi = hi.has_value();
+      s[0] = lo.value_or(0), s[1] = hi.value_or(0);
+    } else if (code == "PW_gelu") {
+      const std::string mode = args.size() > 1 ? args[1].value("value", "none") : "none";
+      if (mode != "none" && mode != "tanh") return *why = where + ": approximate '" + mode + "'", "";
+      tanh_approx = mode == "tanh";
+    }
+    if (!ok) return *why = where + ": a scalar argument the table needs is missing", "";
+    const std::string scalars = "PwScalars{" + number(s[0]) + ", " + number(s[1]) + ", " + number(s[2]) + ", " +
+                                std::to_string(has_lo) + ", " + std::to_string(has_hi) + ", " +
+                                std::to_string(tanh_approx) + "}";
+    body += "  const V t" + std::to_string(j) + " = " + (binary ? "pw_op_binary<" : "pw_op_unary<") + code + ">(" +
+            operands[0] + (binary ? ", " + operands[1] : "") + ", " + scalars + ");  // " + full + "\n";
+  }
+  return body;
+}
+
 }  // namespace
 
 std::string chain_definition(const Target& t, std::string* why) {
@@ -156,67 +228,8 @@ std::string chain_definition(const Target& t, std::string* why) {
     if (a.value("dtype", "") != "float64" && a.value("dtype", "") != "int64") shapes += sizes_check(k, "inputs", sizes);
   }
 
-  std::string body;
-  for (size_t j = 0; j < ops.size(); ++j) {
-    const json& op = ops[j];
-    std::string name = op.value("op", "");
-    if (name.rfind("aten::", 0) == 0) name = name.substr(6);
-    const std::string overload = op.value("overload", "");
-    const std::string full = name + (overload.empty() ? "" : "." + overload);
-    const std::string where = "op " + std::to_string(j) + " (" + full + ")";
-    if (!name.empty() && name.back() == '_') return *why = where + " is in place", "";
-    if (overload == "out" || (overload.size() > 4 && overload.compare(overload.size() - 4, 4, "_out") == 0))
-      return *why = where + " writes into an out= buffer, which the chain takes as an input it changes", "";
-    auto it = table().find(full);
-    if (it == table().end()) return *why = where + " is not in the pointwise table", "";
-    const json& args = op.value("args", json::array());
-    std::vector<std::string> operands;
-    for (const auto& a : args) {
-      if (!is_tensor(a)) continue;
-      const json& ref = a.value("ref", json());
-      if (ref.contains("input")) operands.push_back("in[" + std::to_string(ref["input"].get<int>()) + "]");
-      else if (ref.value("output", 0) != 0) return *why = where + " reads an op's second output", "";
-      else operands.push_back("t" + std::to_string(ref.value("op", 0)));
-    }
-    const bool binary = it->second.binary;
-    if (operands.size() != (binary ? 2u : 1u)) return *why = where + " takes " + std::to_string(operands.size()) + " tensors", "";
-    // PwScalars {s0, s1, s2, has_lo, has_hi, tanh_approx} as pointwise_parse.h fills them.
-    double s[3] = {0, 0, 0};
-    int has_lo = 0, has_hi = 0, tanh_approx = 0;
-    auto need = [&](size_t i, double fallback, double* into) {
-      auto v = scalar_arg(args, i, fallback);
-      if (!v) return false;
-      *into = *v;
-      return true;
-    };
-    const std::string code = it->second.code;
-    bool ok = true;
-    if (code == "PW_leaky_relu") ok = need(1, 0.01, &s[0]);
-    else if (code == "PW_softplus") ok = need(1, 1, &s[0]) && need(2, 20, &s[1]) && s[0] != 0;
-    else if (code == "PW_elu") ok = need(1, 1, &s[0]) && need(2, 1, &s[1]) && need(3, 1, &s[2]);
-    else if (code == "PW_hardtanh") ok = need(1, -1, &s[0]) && need(2, 1, &s[1]);
-    else if (code == "PW_add" || code == "PW_sub") ok = need(2, 1, &s[0]);
-    else if (code == "PW_pow") {
-      ok = need(1, 0, &s[0]);
-      const double e = s[0];
-      if (ok && !(e == 2 || e == 3 || e == 1 || e == -1 || e == -2 || e == 0.5 || e == -0.5))
-        return *why = where + ": exponent " + std::to_string(e) + " is not one the table computes", "";
-    } else if (code == "PW_clamp") {
-      auto lo = scalar_arg(args, 1, std::nullopt), hi = scalar_arg(args, 2, std::nullopt);
-      has_lo = lo.has_value(), has_hi = hi.has_value();
-      s[0] = lo.value_or(0), s[1] = hi.value_or(0);
-    } else if (code == "PW_gelu") {
-      const std::string mode = args.size() > 1 ? args[1].value("value", "none") : "none";
-      if (mode != "none" && mode != "tanh") return *why = where + ": approximate '" + mode + "'", "";
-      tanh_approx = mode == "tanh";
-    }
-    if (!ok) return *why = where + ": a scalar argument the table needs is missing", "";
-    const std::string scalars = "PwScalars{" + number(s[0]) + ", " + number(s[1]) + ", " + number(s[2]) + ", " +
-                                std::to_string(has_lo) + ", " + std::to_string(has_hi) + ", " +
-                                std::to_string(tanh_approx) + "}";
-    body += "  const V t" + std::to_string(j) + " = " + (binary ? "pw_op_binary<" : "pw_op_unary<") + code + ">(" +
-            operands[0] + (binary ? ", " + operands[1] : "") + ", " + scalars + ");  // " + full + "\n";
-  }
+  std::string body = pointwise_body(ops, 0, /*epilogue=*/false, why);
+  if (body.empty()) return "";
   text += "// The chain, generated by forge from the target (rules/search/chain_strategies.cpp).\n";
   text += "#define CHAIN_INPUTS " + std::to_string(t.args.size()) + "\n";
   text += std::string("#define CHAIN_Y ") + storage(out_dtype) + "\n";
@@ -232,12 +245,83 @@ std::string chain_definition(const Target& t, std::string* why) {
   return text;
 }
 
+std::string head_definition(const Target& t, std::string* why) {
+  const json ops = t.chain.is_object() ? t.chain.value("ops", json::array()) : json::array();
+  if (ops.size() < 2 || ops[0].value("op", "") != "aten::native_group_norm") return *why = "no norm heads it", "";
+  // native_group_norm(input, weight, bias, N, C, HxW, group, eps): the chain's
+  // inputs 0, 1, 2 (a template's kernel takes exactly these), constants after.
+  const json& args = ops[0].value("args", json::array());
+  if (args.size() != 8) return *why = "op 0 (native_group_norm) has " + std::to_string(args.size()) + " arguments", "";
+  for (int k = 0; k < 3; ++k)
+    if (!is_tensor(args[k]) || args[k].value("ref", json()) != json{{"input", k}})
+      return *why = std::string("its group norm's ") + (k == 0 ? "input" : k == 1 ? "weight" : "bias") +
+                    " is not the chain's input " + std::to_string(k) + " (a group norm without affine parameters?)",
+             "";
+  if (t.args.size() != 3) return *why = "a later op reads a tensor from outside the chain", "";
+  std::optional<double> c[5];
+  for (int k = 0; k < 5; ++k) c[k] = scalar_arg(args, static_cast<size_t>(3 + k), std::nullopt);
+  for (int k = 0; k < 5; ++k)
+    if (!c[k]) return *why = "op 0 (native_group_norm)'s sizes or eps are not numbers", "";
+  if (t.outputs.size() != 1 || !storage(t.outputs[0].value("dtype", ""))) return *why = "its output is not one float tensor", "";
+  if (!storage(t.args[0].value("dtype", ""))) return *why = "its input is not float32, bfloat16 or float16", "";
+  const std::string body = pointwise_body(ops, 1, /*epilogue=*/true, why);
+  if (body.empty()) return "";
+  auto integer = [](double v) { return std::to_string(static_cast<long long>(v)) + "LL"; };
+  std::string text = "// The chain, generated by forge from the target (rules/search/chain_strategies.cpp):\n"
+                     "// the template's op, then the rest as its epilogue (chain_epilogue.h).\n"
+                     "#define FORGE_CHAIN_HEAD 1\n";
+  text += "#define CHAIN_GN_N " + integer(*c[0]) + "\n#define CHAIN_GN_C " + integer(*c[1]) +
+          "\n#define CHAIN_GN_HW " + integer(*c[2]) + "\n#define CHAIN_GN_G " + integer(*c[3]) +
+          "\n#define CHAIN_GN_EPS static_cast<float>(" + number(*c[4]) + ")\n";
+  text += "template <class V>\nPW_FN V chain_epilogue(V t0) {\n" + body + "  return t" +
+          std::to_string(ops.size() - 1) + ";\n}\n";
+  return text;
+}
+
+namespace {
+
+const std::string kMarker = "// FORGE_CHAIN (forge replaces this line with the generated chain)";
+
+// A norm head: the head op's family's templates that have a FORGE_CHAIN line,
+// each with the chain's tail as its epilogue.
+std::vector<Strategy> head_strategies(const Target& t, const std::string& definition) {
+  std::vector<Strategy> out;
+  const auto families = load_families(default_targets_dir());
+  auto family = find_family(families, "native_group_norm");
+  if (!family) return out;
+  for (Strategy s : load_strategies(*family)) {
+    const size_t at = s.text.find(kMarker);
+    if (at == std::string::npos) continue;
+    s.text.replace(at, kMarker.size(), definition);
+    s.name = "group_norm_" + s.name;
+    s.note = "the group norm's template with the chain's pointwise ops fused into its store; " + s.note;
+    s.applies = json::object();  // the chain target's facts are not the op's: the kernel checks the call
+    s.capacity.clear();
+    out.push_back(std::move(s));
+  }
+  (void)t;
+  return out;
+}
+
+}  // namespace
+
 ChainStrategies chain_strategies(const Target& t) {
   ChainStrategies out;
+  std::string head_why;
+  const std::string head = head_definition(t, &head_why);
+  if (!head.empty()) {
+    out.strategies = head_strategies(t, head);
+    if (out.strategies.empty()) out.why = "the group norm family has no template with a FORGE_CHAIN line";
+    return out;
+  }
   const std::string definition = chain_definition(t, &out.why);
-  if (definition.empty()) return out;
+  if (definition.empty()) {
+    // A group norm head that could not be generated says why, not the pointwise reason.
+    if (head_why != "no norm heads it") out.why = head_why;
+    return out;
+  }
   const fs::path dir = default_targets_dir() / "chain";
-  const std::string marker = "// FORGE_CHAIN (forge replaces this line with the generated chain)";
+  const std::string& marker = kMarker;
   struct Spec {
     const char* backend;
     const char* file;

@@ -1,5 +1,7 @@
 // The strategy library's kernels for a chain target (Target::chain,
-// rules/capture/chain_target.h): when every op of the chain is one the
+// rules/capture/chain_target.h): a group norm followed by pointwise ops runs
+// in the group_norm family's templates with the rest as their epilogue
+// (head_definition); when every op of the chain is one the
 // pointwise table computes (targets/_common/pointwise_ops.h: relu ... exp,
 // add/sub/mul/div.Tensor), a fused pass generated from the chain's definition
 // into targets/chain/'s templates, for the CPU and for CUDA. The generated
@@ -26,5 +28,12 @@ ChainStrategies chain_strategies(const Target& t);
 // The generated part alone (what replaces the templates' FORGE_CHAIN line),
 // or "" with *why.
 std::string chain_definition(const Target& t, std::string* why);
+
+// A chain headed by native_group_norm whose other ops are the pointwise
+// table's, each on the previous one's result (group norm -> SiLU): the text
+// that makes a group_norm template compute the chain (FORGE_CHAIN_HEAD, the
+// captured sizes and eps as CHAIN_GN_*, chain_epilogue<V> applied before each
+// store: targets/_common/chain_epilogue.h), or "" with *why.
+std::string head_definition(const Target& t, std::string* why);
 
 }  // namespace forge

@@ -329,7 +329,9 @@ void SearchRule::apply(BuildContext& ctx) {
     json* c = nullptr;
     for (auto& entry : ctx.chains)
       if (entry.value("id", json()) == t.id) c = &entry;
-    if (!ctx.manifest.proposer.strategies || chain_definition(t, &why).empty()) {
+    const ChainStrategies generated = ctx.manifest.proposer.strategies ? chain_strategies(t) : ChainStrategies{};
+    why = generated.why;
+    if (generated.strategies.empty()) {
       if (c && !why.empty())
         (*c)["why"] = "not searched: the library has no fused kernel for it (" + why + "); `forge try` verifies one (its id)";
       continue;

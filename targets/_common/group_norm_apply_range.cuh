@@ -6,7 +6,10 @@
 // is stored (U loads in flight); the caller loads the first batch itself
 // (load_batch), so it can overlap those loads with its own latency.
 // hw: division by HW (slice offsets are below 2^31: the strategies' applies).
-// EVICT_FIRST: streaming stores of y (store_n).
+// EVICT_FIRST: streaming stores of y (store_n). FORGE_EPILOGUE: a chain's tail
+// after the affine pass (chain_epilogue.h).
+
+#include "../_common/chain_epilogue.h"
 
 // Batch at thread offset j: vectors j, j + step, ... below j1 (the rest unset).
 template <class T, int VW, bool VEC, int U>
@@ -32,13 +35,13 @@ __device__ __forceinline__ void store_batch(T* ys, const TW* w, const TW* b, int
       const float scale = w ? rstd * Io<TW>::to(w[c]) : rstd;
       const float bias = fmaf(-scale, mean, b ? Io<TW>::to(b[c]) : 0.0f);
 #pragma unroll
-      for (int e = 0; e < VW; ++e) v[u][e] = fmaf(v[u][e], scale, bias);
+      for (int e = 0; e < VW; ++e) v[u][e] = FORGE_EPILOGUE(fmaf(v[u][e], scale, bias));
       store_n<T, VW, EVICT_FIRST>(ys + ju, v[u]);
     } else {
       const int64_t c = c0 + hw.div(static_cast<uint32_t>(ju));
       const float scale = w ? rstd * Io<TW>::to(w[c]) : rstd;
       const float bias = fmaf(-scale, mean, b ? Io<TW>::to(b[c]) : 0.0f);
-      ys[ju] = Io<T>::from(fmaf(v[u][0], scale, bias));
+      ys[ju] = Io<T>::from(FORGE_EPILOGUE(fmaf(v[u][0], scale, bias)));
     }
   }
 }

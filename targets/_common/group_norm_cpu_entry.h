@@ -15,8 +15,10 @@ void gn_rows(const GnArgs& a) {
       const int64_t off = (n * a.C + c0) * a.HW;
       float mean, rstd;
       slice_moments(x + off, D * a.HW, a.eps, mean, rstd);
-      store1(mean_out + n * a.G + g, mean);
-      store1(rstd_out + n * a.G + g, rstd);
+      if (mean_out) {  // a chain's kernel has no statistics outputs
+        store1(mean_out + n * a.G + g, mean);
+        store1(rstd_out + n * a.G + g, rstd);
+      }
       for (int64_t c = c0; c < c0 + D; ++c) {
         const float scale = w ? rstd * to_f32(w[c]) : rstd;
         const float bias = sfma(-scale, mean, b ? to_f32(b[c]) : 0.0f);

@@ -46,6 +46,10 @@
 #endif
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/pointwise_cpu_math.h"  // a chain's epilogue (chain_epilogue.h): the pointwise math
+#include "../_common/pointwise_ops.h"  // and its op table
+
+// FORGE_CHAIN (forge replaces this line with the generated chain)
 
 constexpr int U = FORGE_P_UNROLL;
 static_assert(U >= 1 && U <= 8, "FORGE_P_UNROLL must be 1..8");

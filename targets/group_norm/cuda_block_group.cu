@@ -37,6 +37,10 @@
 #endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/pointwise_cuda_math.cuh"  // a chain's epilogue (chain_epilogue.h): the pointwise math
+#include "../_common/pointwise_ops.h"  // and its op table
+
+// FORGE_CHAIN (forge replaces this line with the generated chain)
 
 namespace {
 
@@ -84,7 +88,7 @@ __global__ void __launch_bounds__(BLOCK) gn_block_group(const T* __restrict__ x,
     // with 16-bit stats, exact ones differ from stock by several output ulps.
     const float mean = Io<TS>::to(Io<TS>::from(mean_exact));
     const float rstd = Io<TS>::to(Io<TS>::from(rsqrtf(var + eps)));
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0 && mean_out) {  // a chain's kernel has no statistics outputs
       mean_out[ng] = Io<TS>::from(mean);
       rstd_out[ng] = Io<TS>::from(rstd);
     }

@@ -65,6 +65,10 @@
 #endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/pointwise_cuda_math.cuh"  // a chain's epilogue (chain_epilogue.h): the pointwise math
+#include "../_common/pointwise_ops.h"  // and its op table
+
+// FORGE_CHAIN (forge replaces this line with the generated chain)
 
 namespace {
 
@@ -154,7 +158,7 @@ __device__ __forceinline__ void apply_chunk(const T* __restrict__ x, const TW* _
       // stats, exact ones differ from stock by several output ulps.
       stats[0] = Io<TS>::to(Io<TS>::from(m.mean));
       stats[1] = Io<TS>::to(Io<TS>::from(rsqrtf(var + eps)));
-      if (k == 0) {
+      if (k == 0 && mean_out) {  // a chain's kernel has no statistics outputs
         mean_out[ng] = Io<TS>::from(stats[0]);
         rstd_out[ng] = Io<TS>::from(stats[1]);
       }

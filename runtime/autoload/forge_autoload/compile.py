@@ -313,6 +313,14 @@ def install(package_json=None, policy=None, library=None):
             _warn_once("%s: not routed under torch.compile: %s" % (e.get("target", e["op"]), why))
     for e, _, _ in chain_routes:
         routed.setdefault((e["op"], "default"), []).append(e)
+        # Inductor would decompose some of the chain's ops (group norm, SiLU)
+        # before the post-grad pass looks for the chain: calls of the chain's
+        # own signatures stay opaque forge::<op> ops, which the pass matches.
+        tables = tables or _tables()
+        for j, o in enumerate(e["chain"]["ops"]):
+            aten_op = _aten(o["op"], o.get("overload"))
+            if any(aten_op in t for t in tables):
+                _route(tables, aten_op, [_ChainOpGuard(e, j)], _forge_op(aten_op))
     by_threads = any(e.get("stock_threads") for v in routed.values() for e in v)
     routing = hashlib.sha256()
     for path in [os.path.abspath(__file__)] + ([library] if lib else []):
@@ -344,6 +352,33 @@ def _spelled(aten_op):
     return (aten_op, wrapper) if wrapper is not None else (aten_op,)
 
 
+class _ChainOpGuard:
+    """Whether a call of a routed chain's op j is the chain's own signature:
+    its tensors of the captured dtypes and sizes, its constants the captured
+    ones. It only keeps such calls opaque for the post-grad pass (_replace_chains),
+    where libforge.so's guard decides on the chain; an opaque op the pass does
+    not replace runs the ATen op."""
+
+    def __init__(self, entry, j):
+        self.target = entry.get("target", entry["op"])
+        self._recs = entry["chain"]["ops"][j]["args"]
+
+    def inside(self, args):
+        import torch
+
+        if len(args) != len(self._recs):
+            return False
+        for v, rec in zip(args, self._recs):
+            if "ref" not in rec:
+                if not _same_constant(v, rec):
+                    return False
+            elif not isinstance(v, torch.Tensor):
+                return False  # a Python number: the op's own decomposition keeps it (the pass matches either)
+            elif str(v.dtype).rpartition(".")[2] != rec.get("dtype") or [int(d) for d in v.shape] != rec.get("sizes"):
+                return False
+        return True
+
+
 def _match_chain(node, entry):
     """The chain `entry` starting at post-grad graph node `node`: (its nodes,
     each chain input's node or Python number), or None. Each op must be the
@@ -352,6 +387,7 @@ def _match_chain(node, entry):
 
     ops = entry["chain"]["ops"]
     nodes, inputs, cur = [], [None] * int(entry["chain"]["inputs"]), node
+    results = []  # each op's result node (a multi-output op's first getitem)
     for j, o in enumerate(ops):
         if cur.op != "call_function" or cur.target not in _spelled(_aten(o["op"], o.get("overload"))):
             return None
@@ -369,11 +405,27 @@ def _match_chain(node, entry):
                 if not (isinstance(v, torch.fx.Node) or (numeric and entry["args"][ref["input"]].get("sizes") == [])):
                     return None
                 inputs[ref["input"]] = v
-            elif int(ref.get("output", 0)) != 0 or v is not nodes[int(ref["op"])]:
+            elif int(ref.get("output", 0)) != 0 or v is not results[int(ref["op"])]:
                 return None
         nodes.append(cur)
+        result = cur
+        users = list(cur.users)
+        if len(cur.target._schema.returns) > 1:
+            # A multi-output op (group norm): its first result through getitem,
+            # the others read by nothing.
+            import operator
+
+            if any(u.op != "call_function" or u.target is not operator.getitem for u in users):
+                return None
+            first = [u for u in users if u.args[1] == 0]
+            if len(first) != 1 or any(u.users for u in users if u.args[1] != 0):
+                return None
+            nodes += [u for u in users if u.args[1] != 0]
+            result = first[0]
+            nodes.append(result)
+            users = list(result.users)
+        results.append(result)
         if j + 1 < len(ops):
-            users = list(cur.users)
             if len(users) != 1:
                 return None
             cur = users[0]

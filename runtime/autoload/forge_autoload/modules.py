@@ -12,17 +12,19 @@ op, in the unchanged program:
   patched when it is defined after install() (nn.Module.__init_subclass__) or
   at install() when it already was;
 - per call signature (each argument's dtype, sizes, strides, device and
-  requires_grad, the values of the other arguments, the module's plain
-  attributes such as eps and training, and its parameters' and buffers'
-  metadata), the first call runs the original forward under a dispatch mode
-  that records its ATen calls. Where they are the chain's ops, in order, on
-  the chain's constant arguments, each chain input read from a forward
-  argument, a parameter or buffer of the module, or a Python number, and the
+  requires_grad, the values of the other arguments; for the module and each
+  submodule its class, plain attributes such as eps and training, and its
+  parameters' and buffers' metadata), the first call runs the original forward
+  under a dispatch mode that records its ATen calls. Where they are the
+  chain's ops, in order, on the chain's constant arguments, each chain input
+  read from a forward argument, a parameter or buffer of the module or of a
+  submodule, or a Python number, and the
   forward returns the last op's result, later calls of that signature call the
   op on the same sources; otherwise they run the original forward;
 - the original forward runs when grad is needed (the kernel has no backward),
   under autocast, while torch.compile, torch.jit or torch.func transforms
-  trace it, and for subclasses of the class.
+  trace it, where a submodule or the process has forward hooks (the fused op
+  would skip them), and for subclasses of the class.
 
 The op's calls are counted in libforge.so's report as every override's are;
 `forge run` prints them. Without forge run:
@@ -95,10 +97,14 @@ def _value_key(torch, v):
 
 
 def _call_key(torch, mod, args, kwargs):
+    """The call signature a plan is kept for: the arguments, and for the module
+    and each submodule its class, plain attributes, parameters and buffers."""
     k = [tuple(_value_key(torch, a) for a in args), tuple((n, _value_key(torch, kwargs[n])) for n in sorted(kwargs))]
-    k.append(tuple((n, v) for n, v in mod.__dict__.items() if isinstance(v, _PLAIN)))
-    for table in (mod._parameters, mod._buffers):
-        k.append(tuple((n, None if t is None else _tensor_key(torch, t)) for n, t in table.items()))
+    for prefix, sub in mod.named_modules():
+        k.append((prefix, type(sub)))
+        k.append(tuple((n, v) for n, v in sub.__dict__.items() if isinstance(v, _PLAIN)))
+        for table in (sub._parameters, sub._buffers):
+            k.append(tuple((n, None if t is None else _tensor_key(torch, t)) for n, t in table.items()))
     return tuple(k)
 
 
@@ -116,10 +122,16 @@ def _needs_original(torch, mod, args, kwargs):
         return "autocast"
     if torch.is_grad_enabled():
         tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
-        tensors += [t for t in mod._parameters.values() if t is not None]
-        tensors += [t for t in mod._buffers.values() if t is not None]
-        if any(t.requires_grad for t in tensors):
+        if any(t.requires_grad for t in tensors + list(mod.parameters()) + list(mod.buffers())):
             return "grad"
+    # Hooks a submodule's call would run, which the fused op skips.
+    from torch.nn.modules import module as nn_module
+
+    if nn_module._global_forward_hooks or nn_module._global_forward_pre_hooks:
+        return "hooks"
+    for _, sub in mod.named_modules():
+        if sub is not mod and (sub._forward_hooks or sub._forward_pre_hooks):
+            return "hooks"
     return None
 
 
@@ -162,7 +174,8 @@ def same_constant(torch, v, rec):
 
 def _plan(torch, entry, mod, args, kwargs, calls, result):
     """The sources of the chain op's inputs, from one recorded forward: each
-    ("arg", i), ("kwarg", name), ("attr", name) or ("value", tensor); or
+    ("arg", i), ("kwarg", name), ("param", name), ("buffer", name) (dotted
+    for a submodule's) or ("value", tensor); or
     (None, why) when the forward is not the chain."""
     chain = entry["chain"]
     ops = chain["ops"]
@@ -177,10 +190,10 @@ def _plan(torch, entry, mod, args, kwargs, calls, result):
     for n, a in kwargs.items():
         if isinstance(a, torch.Tensor):
             known.setdefault(id(a), ("kwarg", n))
-    for table in (mod._parameters, mod._buffers):
-        for n, t in table.items():
-            if t is not None:
-                known.setdefault(id(t), ("attr", n))
+    for n, t in mod.named_parameters():
+        known.setdefault(id(t), ("param", n))
+    for n, t in mod.named_buffers():
+        known.setdefault(id(t), ("buffer", n))
     sources = [None] * int(chain["inputs"])
     outs = []
     for j, ((func, a, kw, out), op) in enumerate(zip(calls, ops)):
@@ -257,9 +270,10 @@ def _fetch(src, args, kwargs, mod):
         return args[where]
     if kind == "kwarg":
         return kwargs[where]
-    if kind == "attr":
-        t = mod._parameters.get(where)
-        return t if t is not None else mod._buffers[where]
+    if kind == "param":
+        return mod.get_parameter(where)
+    if kind == "buffer":
+        return mod.get_buffer(where)
     return where  # "value": the number as a tensor
 
 

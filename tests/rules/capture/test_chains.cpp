@@ -220,6 +220,27 @@ TEST_CASE("a chain across modules also yields each run of it that is one module'
   CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"sigmoid", "mul.Tensor", "sum"}});
 }
 
+TEST_CASE("a chain through a module's submodules is that module's whole forward when it ran nothing else") {
+  // Block.forward = silu(self.gn(x)): group_norm under Block/GroupNorm, silu under Block.
+  json rec = {{"entries", {entry("native_group_norm", 2, 1), entry("silu", 2, 1), entry("exp", 2, 1)}},
+              {"flows", {flow(0, 1, 2)}},
+              {"produced", {produced(0, 2), produced(1, 2), produced(2, 2)}}};
+  rec["entries"][0]["module"] = "m.Net/m.Block/nn.GroupNorm";
+  rec["entries"][0]["modules"] = {{"m.Net/m.Block/nn.GroupNorm", 2}};
+  rec["entries"][1]["module"] = "m.Net/m.Block";
+  rec["entries"][1]["modules"] = {{"m.Net/m.Block", 2}};
+  rec["entries"][2]["module"] = "m.Net";  // the parent's own op: outside Block
+  rec["entries"][2]["modules"] = {{"m.Net", 2}};
+  auto chains = find_chains(rec, "cpu");
+  REQUIRE(chains.size() == 1);
+  CHECK(chains[0].module == "m.Net/m.Block");
+  CHECK(chains[0].whole_forward);
+  // A second op inside Block's subtree (under its GroupNorm, say): no longer the whole forward.
+  rec["entries"][2]["module"] = "m.Net/m.Block/nn.GroupNorm";
+  rec["entries"][2]["modules"] = {{"m.Net/m.Block/nn.GroupNorm", 2}};
+  CHECK_FALSE(find_chains(rec, "cpu")[0].whole_forward);
+}
+
 TEST_CASE("a record without data flow (an older capture) has no chains") {
   json rec = {{"entries", {entry("relu", 1, 1)}}};
   CHECK(find_chains(rec, "cpu").empty());

@@ -108,5 +108,42 @@ TEST_CASE("a generated fused chain compiles for sm_90a") {
   for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, sources[i].name << ": " << rs[i].log);
 }
 
+// A group norm head (chain_strategies.h, head_definition): group_norm -> SiLU
+// in bfloat16 through the group_norm family's CUDA templates, SiLU fused into their store.
+TEST_CASE("a group norm -> SiLU chain compiles in the group_norm CUDA templates for sm_90a") {
+  World w;
+  if (w.ctx->toolchain.nvcc.empty()) {
+    MESSAGE(
+        "SKIPPED (no nvcc on this machine): " << doctest::getContextOptions()->currentTest->m_name);
+    return;
+  }
+  using nlohmann::json;
+  auto tensor = [](std::vector<int64_t> sizes, json ref) {
+    std::vector<int64_t> strides(sizes.size(), 1);
+    for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
+    return json{{"type", "Tensor"}, {"dtype", "bfloat16"}, {"sizes", sizes}, {"strides", strides},
+                {"device", "cuda"}, {"ref", ref}};
+  };
+  auto integer = [](int v) { return json{{"type", "int"}, {"value", v}}; };
+  const json x = tensor({2, 64, 32, 32}, {{"input", 0}});
+  Target t;
+  t.args = json::array({x, tensor({64}, {{"input", 1}}), tensor({64}, {{"input", 2}})});
+  t.outputs = json::array({tensor({2, 64, 32, 32}, nullptr)});
+  t.chain = {{"inputs", 3},
+             {"outputs", 1},
+             {"ops", {{{"op", "aten::native_group_norm"},
+                       {"overload", ""},
+                       {"args", {x, t.args[1], t.args[2], integer(2), integer(64), integer(1024), integer(32),
+                                 {{"type", "float"}, {"value", 1e-6}}}}},
+                      {{"op", "aten::silu"}, {"overload", ""}, {"args", {tensor({2, 64, 32, 32}, {{"op", 0}, {"output", 0}})}}}}}};
+  const auto generated = chain_strategies(t);
+  std::vector<CandidateSource> sources;
+  for (const auto& s : generated.strategies)
+    if (s.backend == "cuda") sources.push_back({s.name + ".cu", instantiate(s, param_grid(s).front()), CandidateLang::Cuda});
+  REQUIRE_MESSAGE(sources.size() == 2, generated.why);
+  auto rs = w.compile(sources, {.cuda_arch = "sm_90a"});
+  for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, sources[i].name << ": " << rs[i].log);
+}
+
 TEST_SUITE_END();
 }  // namespace forge

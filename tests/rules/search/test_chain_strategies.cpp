@@ -105,9 +105,12 @@ TEST_CASE("a chain of table ops gets a fused kernel; every other chain says why 
   CHECK(refused(two_outputs) == "the chain returns more than one tensor");
 }
 
-TEST_CASE("the generated CPU kernel computes the chain, broadcast and Python number included") {
-  const Strategy s = chain_strategies(chain()).strategies.at(0);
-  test::TempDir tmp;
+namespace {
+using Kernel = int (*)(const forge_call*);
+using Library = std::unique_ptr<void, int (*)(void*)>;
+
+// A CPU strategy compiled with its first params and loaded: the library and its forge_kernel.
+std::pair<Library, Kernel> load_cpu(const Strategy& s, const test::TempDir& tmp) {
   test::write_text(tmp / "candidate.cpp", instantiate(s, param_grid(s).front()));
   Command compile;
   compile.argv = compile_flags(CandidateLang::Cpp, "");
@@ -115,24 +118,32 @@ TEST_CASE("the generated CPU kernel computes the chain, broadcast and Python num
     compile.argv.push_back(a);
   compile.timeout_seconds = 120;
   const CommandResult built = make_process_runner()->run(compile);
-  REQUIRE_MESSAGE(built.ok(), built.err);
-  std::unique_ptr<void, int (*)(void*)> lib(dlopen((tmp / "candidate.so").c_str(), RTLD_NOW | RTLD_LOCAL), dlclose);
+  INFO(built.err);
+  REQUIRE(built.ok());
+  Library lib(dlopen((tmp / "candidate.so").c_str(), RTLD_NOW | RTLD_LOCAL), dlclose);
   REQUIRE_MESSAGE(lib, dlerror());
   void* entry = dlsym(lib.get(), "forge_kernel");
   REQUIRE(entry);
-  auto kernel = reinterpret_cast<int (*)(const forge_call*)>(entry);
+  return {std::move(lib), reinterpret_cast<Kernel>(entry)};
+}
+
+forge_tensor view(void* data, std::vector<int64_t> sizes, int32_t dtype) {
+  forge_tensor t{};
+  t.data = data, t.ndim = static_cast<int32_t>(sizes.size()), t.dtype = dtype;
+  int64_t stride = 1;
+  for (size_t d = sizes.size(); d-- > 0;) t.sizes[d] = sizes[d], t.strides[d] = stride, stride *= sizes[d];
+  return t;
+}
+}  // namespace
+
+TEST_CASE("the generated CPU kernel computes the chain, broadcast and Python number included") {
+  test::TempDir tmp;
+  auto [lib, kernel] = load_cpu(chain_strategies(chain()).strategies.at(0), tmp);
 
   std::vector<float> x(120), b(6), y(120, NAN);
   double half = 0.5;
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * static_cast<double>(i)) * 3.0;
   for (size_t c = 0; c < b.size(); ++c) b[c] = 0.25f * static_cast<float>(c) - 0.5f;
-  auto view = [](void* data, std::vector<int64_t> sizes, int32_t dtype) {
-    forge_tensor t{};
-    t.data = data, t.ndim = static_cast<int32_t>(sizes.size()), t.dtype = dtype;
-    int64_t stride = 1;
-    for (size_t d = sizes.size(); d-- > 0;) t.sizes[d] = sizes[d], t.strides[d] = stride, stride *= sizes[d];
-    return t;
-  };
   forge_tensor in[4] = {view(x.data(), {4, 6, 5}, FORGE_FLOAT32), view(&half, {}, FORGE_FLOAT64),
                         view(b.data(), {6, 1}, FORGE_FLOAT32), view(x.data(), {4, 6, 5}, FORGE_FLOAT32)};
   forge_tensor out[1] = {view(y.data(), {4, 6, 5}, FORGE_FLOAT32)};
@@ -160,6 +171,84 @@ TEST_CASE("the generated CPU kernel computes the chain, broadcast and Python num
   half = 0.5;
   in[1].dtype = FORGE_FLOAT32;  // a float32 number is no Python number
   CHECK(kernel(&call) != 0);
+}
+
+// group_norm(x, w, b, N 2, C 8, HxW 15, G 4, eps) -> SiLU: a group norm head.
+Target gn_silu() {
+  const json x = tensor({2, 8, 3, 5}), w = tensor({8});
+  Target t;
+  t.op = "forge_chain::c_gn";
+  t.args = json::array({x, w, w});
+  t.outputs = json::array({x});
+  json ops = json::array();
+  ops.push_back({{"op", "aten::native_group_norm"},
+                 {"overload", ""},
+                 {"args", {input(x, 0), input(w, 1), input(w, 2), {{"type", "int"}, {"value", 2}},
+                           {{"type", "int"}, {"value", 8}}, {{"type", "int"}, {"value", 15}},
+                           {{"type", "int"}, {"value", 4}}, number(1e-5)}}});
+  ops.push_back({{"op", "aten::silu"}, {"overload", ""}, {"args", {link(x, 0)}}});
+  t.chain = {{"inputs", 3}, {"ops", ops}, {"outputs", 1}};
+  return t;
+}
+
+TEST_CASE("a group norm followed by pointwise ops runs in the group_norm templates, the rest as their epilogue") {
+  std::string why;
+  const std::string def = head_definition(gn_silu(), &why);
+  CAPTURE(why);
+  REQUIRE_FALSE(def.empty());
+  CHECK(def.find("#define CHAIN_GN_HW 15LL") != std::string::npos);
+  CHECK(def.find("pw_op_unary<PW_silu>(t0,") != std::string::npos);
+  const auto strategies = chain_strategies(gn_silu()).strategies;
+  std::vector<std::string> names;
+  for (const auto& s : strategies) names.push_back(s.backend + ":" + s.name);
+  CHECK(names == std::vector<std::string>{"cpu:group_norm_two_pass", "cpu:group_norm_one_read",
+                                          "cuda:group_norm_block_group", "cuda:group_norm_split_group"});
+  // Each CPU template, against group norm then SiLU in double.
+  std::vector<float> x(240), w(8), b(8);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 3.0 + 1.0);
+  for (size_t c = 0; c < 8; ++c) w[c] = 0.5f + 0.125f * static_cast<float>(c), b[c] = 0.25f * static_cast<float>(c) - 1.0f;
+  std::vector<double> want(240);
+  for (int n = 0; n < 2; ++n)
+    for (int g = 0; g < 4; ++g) {
+      const int off = (n * 8 + g * 2) * 15;
+      double mean = 0, var = 0;
+      for (int i = 0; i < 30; ++i) mean += x[static_cast<size_t>(off + i)] / 30.0;
+      for (int i = 0; i < 30; ++i) var += (x[static_cast<size_t>(off + i)] - mean) * (x[static_cast<size_t>(off + i)] - mean) / 30.0;
+      for (int i = 0; i < 30; ++i) {
+        const int c = g * 2 + i / 15;
+        const double v = (x[static_cast<size_t>(off + i)] - mean) / std::sqrt(var + 1e-5) * w[static_cast<size_t>(c)] + b[static_cast<size_t>(c)];
+        want[static_cast<size_t>(off + i)] = v / (1.0 + std::exp(-v));
+      }
+    }
+  for (const auto& s : strategies) {
+    if (s.backend != "cpu") continue;
+    CAPTURE(s.name);
+    test::TempDir tmp;
+    auto [lib, kernel] = load_cpu(s, tmp);
+    std::vector<float> y(240, NAN);
+    forge_tensor in[3] = {view(x.data(), {2, 8, 3, 5}, FORGE_FLOAT32), view(w.data(), {8}, FORGE_FLOAT32),
+                          view(b.data(), {8}, FORGE_FLOAT32)};
+    forge_tensor out[1] = {view(y.data(), {2, 8, 3, 5}, FORGE_FLOAT32)};
+    forge_call call{};
+    call.inputs = in, call.n_inputs = 3, call.outputs = out, call.n_outputs = 1;
+    REQUIRE(kernel(&call) == 0);
+    for (size_t j = 0; j < 240; ++j) {
+      CAPTURE(j);
+      CHECK(std::fabs(y[j] - want[j]) <= 1e-5 * (1.0 + std::fabs(want[j])));
+    }
+    out[0] = view(y.data(), {2, 8, 15}, FORGE_FLOAT32);  // another shape: declined
+    CHECK(kernel(&call) != 0);
+  }
+  // Refused: an op after the norm that reads another tensor, a norm without weight.
+  Target add = gn_silu();
+  add.args.push_back(tensor({2, 8, 3, 5}));
+  add.chain["ops"][1] = {{"op", "aten::add"}, {"overload", "Tensor"},
+                         {"args", {link(tensor({2, 8, 3, 5}), 0), input(tensor({2, 8, 3, 5}), 3), number(1)}}};
+  CHECK(head_definition(add, &why).empty());
+  Target plain = gn_silu();
+  plain.chain["ops"][0]["args"][1] = {{"type", "None"}};
+  CHECK(head_definition(plain, &why).empty());
+  CHECK(why.find("weight is not the chain's input 1") != std::string::npos);
 }
 
 TEST_SUITE_END();

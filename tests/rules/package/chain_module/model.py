@@ -1,6 +1,7 @@
 # Chains that are a module's whole forward (tests/rules/package/test_chain_module_torch.cpp):
-# Swish, and QuickGELU with its factor as an attribute (a Python number the
-# chain reads); a Swish spelled in a plain function, which no forward is. Each
+# Swish, QuickGELU with its factor as an attribute (a Python number the chain
+# reads), a GroupNorm submodule followed by SiLU; a Swish spelled in a plain
+# function, which no forward is. Each
 # on its own shape, so no op's calls are shared between chains. Prints one
 # checksum per line for the test to compare with a stock run; with
 # FORGE_TEST_GRAD=1 the input needs grad (the original forwards must run), and
@@ -24,19 +25,28 @@ class QuickGELU(torch.nn.Module):
         return x * torch.sigmoid(self.alpha * x)
 
 
+class GroupNormSiLU(torch.nn.Module):  # a norm and its activation, the norm a submodule
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.GroupNorm(4, 16)
+
+    def forward(self, x):
+        return torch.nn.functional.silu(self.norm(x))
+
+
 def swish(x):
     return x * torch.sigmoid(x)
 
 
 torch.manual_seed(0)
-a, b, c = torch.randn(64, 1024), torch.randn(32, 2048), torch.randn(16, 4096)
+a, b, c, img = torch.randn(64, 1024), torch.randn(32, 2048), torch.randn(16, 4096), torch.randn(2, 16, 24, 24)
 grad = os.environ.get("FORGE_TEST_GRAD") == "1"
 if grad:
     a.requires_grad_(True)
-s, q = Swish(), QuickGELU()
+s, q, n = Swish(), QuickGELU(), GroupNormSiLU()
 with torch.set_grad_enabled(grad):
     for i in range(4):
-        y, z, w = s(a), q(b), swish(c)
+        y, z, w, v = s(a), q(b), swish(c), n(img)
         if i == 0 and os.environ.get("FORGE_TEST_ALPHA"):
             q.alpha = float(os.environ["FORGE_TEST_ALPHA"])
-        print("%.6f %.6f %.6f" % (float(y.sum()), float(z.sum()), float(w.sum())))
+        print("%.6f %.6f %.6f %.6f" % (float(y.sum()), float(z.sum()), float(w.sum()), float(v.sum())))
