@@ -48,6 +48,18 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
   std::map<int, int> position;  // entry -> its op's index in the chain
   for (size_t j = 0; j < chain.entries.size(); ++j) position[chain.entries[j]] = static_cast<int>(j);
 
+  // Op j's argument i in each captured call of the op: the sample entries
+  // (store digests), none where any call has no data for it.
+  auto input_samples = [&](int j, int i) {
+    json out = json::array();
+    for (const auto& smp : entries.at(static_cast<size_t>(chain.entries[static_cast<size_t>(j)])).value("samples", json::array())) {
+      const json s = sample_entries(smp);
+      const json v = static_cast<size_t>(i) < s.size() ? s[static_cast<size_t>(i)] : json();
+      if (!v.is_object() || !v.contains("digest")) return json::array();
+      out.push_back(v["digest"]);
+    }
+    return out;
+  };
   Target t;
   t.model = model;
   json ops = json::array();
@@ -86,6 +98,23 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
           }
         a["ref"] = {{"op", position[it->second.first]}, {"output", it->second.second}};
       } else {
+        // One tensor read by two ops (RMSNorm's x by pow and by mul) is one
+        // input: the same record and, in every captured call, the same data.
+        const json mine = input_samples(static_cast<int>(j), static_cast<int>(i));
+        int same = -1;
+        for (size_t k = 0; k < inputs.size() && same < 0; ++k) {
+          const json& other = entries.at(static_cast<size_t>(chain.entries[static_cast<size_t>(inputs[k].first)]))
+                                  .at("args")
+                                  .at(static_cast<size_t>(inputs[k].second));
+          const json& here = e["args"][i];
+          bool alike = !mine.empty() && input_samples(inputs[k].first, inputs[k].second) == mine;
+          for (const char* f : {"dtype", "sizes", "strides", "device"}) alike = alike && other.value(f, json()) == here.value(f, json());
+          if (alike) same = static_cast<int>(k);
+        }
+        if (same >= 0) {
+          a["ref"] = {{"input", same}};
+          continue;
+        }
         a["ref"] = {{"input", static_cast<int>(inputs.size())}};
         inputs.push_back({static_cast<int>(j), static_cast<int>(i)});
         json in = e["args"][i];

@@ -20,7 +20,8 @@ namespace forge {
 // op argument that is a tensor list, an output that is not a tensor.
 // Target::chain holds the definition the worker registers; args are the
 // inputs' capture records, in the order the chain's ops read them (a tensor
-// read by two ops is two inputs), samples from the ops' own captured calls.
+// two ops read is one input where its record and its data in every captured
+// call are the same: RMSNorm's x), samples from the ops' own captured calls.
 std::optional<Target> chain_target(const std::string& model, const nlohmann::json& record, const Chain& chain,
                                    std::string* why);
 

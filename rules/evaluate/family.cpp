@@ -145,6 +145,14 @@ void validate(const YAML::Node& root, const fs::path& path, const FamilyError& e
     if (const YAML::Node specials = verify["specials"]) {
       if (!specials.IsSequence()) err.fail(specials, "verify.specials must be a list of names");
     }
+    if (const YAML::Node keep = verify["keep_args"]) {
+      if (!keep.IsSequence()) err.fail(keep, "verify.keep_args must be a list of argument indices");
+      for (const auto& k : keep) {
+        json v = is_number(k) ? plain_scalar(k.Scalar()) : json();
+        if (!v.is_number_integer() || v.get<long long>() < 0)
+          err.fail(k, "verify.keep_args entries must be argument indices (non-negative integers)");
+      }
+    }
   }
   for (const char* section : {"signature_family", "cost"})
     if (const YAML::Node n = root[section]; n && !n.IsMap())
@@ -245,11 +253,21 @@ Family derive_family(const Target& t) {
               "# self) or else as an extra output after the op's returns, in argument order:\n" +
               changes;
   // A chain target (rules/capture/chain_target.h): what the fused kernel computes.
-  std::string chain_text;
+  std::string chain_text, keep;
   if (t.chain.is_object()) {
     chain_text = "# A chain of ATen ops, run one by one as the stock reference; the kernel computes\n"
                  "# them fused. Inputs are the tensors the chain reads from outside, in order (a\n"
-                 "# tensor two ops read is two inputs); outputs are the last op's returns.\n";
+                 "# tensor two ops read is one input where it was one tensor in every captured\n"
+                 "# call); outputs are the last op's returns. Python numbers (0-dim float64 or\n"
+                 "# int64 inputs on the CPU: eps, factors) keep their captured value in fresh\n"
+                 "# cases (verify.keep_args): a random eps would make the math ill-conditioned.\n";
+    for (size_t i = 0; i < t.args.size(); ++i) {
+      const json& a = t.args[i];
+      const std::string dt = a.value("dtype", "");
+      if (is_tensor(a) && a.value("sizes", json::array()).empty() && (dt == "float64" || dt == "int64") &&
+          a.value("device", "cpu") == "cpu")
+        keep += (keep.empty() ? "" : ", ") + std::to_string(i);
+    }
     int k = 0;
     for (const auto& o : t.chain.value("ops", json::array())) {
       std::string args;
@@ -286,7 +304,7 @@ Family derive_family(const Target& t) {
       "verify:\n"
       "  ranges: [[-3, 3], [-100, 100]]\n"
       "  seeds: 2\n" +
-      (floating ? "  specials: [nan, pos_inf]\n" : "") +
+      (floating ? "  specials: [nan, pos_inf]\n" : "") + (keep.empty() ? "" : "  keep_args: [" + keep + "]\n") +
       "# The float32 tolerance is wider than a hand-tuned family's (1e-6/1e-5): a\n"
       "# derived family knows nothing of the op's summation order; precision cheats\n"
       "# meet the worker's float64 accuracy check all the same.\n"

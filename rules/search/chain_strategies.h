@@ -1,7 +1,8 @@
 // The strategy library's kernels for a chain target (Target::chain,
 // rules/capture/chain_target.h): a group norm followed by pointwise ops runs
 // in the group_norm family's templates with the rest as their epilogue
-// (head_definition); when every op of the chain is one the
+// (head_definition), an RMSNorm spelled as ops in the rms_norm family's
+// (rms_definition); when every op of the chain is one the
 // pointwise table computes (targets/_common/pointwise_ops.h: relu ... exp,
 // add/sub/mul/div.Tensor), a fused pass generated from the chain's definition
 // into targets/chain/'s templates, for the CPU and for CUDA. The generated
@@ -35,5 +36,13 @@ std::string chain_definition(const Target& t, std::string* why);
 // captured sizes and eps as CHAIN_GN_*, chain_epilogue<V> applied before each
 // store: targets/_common/chain_epilogue.h), or "" with *why.
 std::string head_definition(const Target& t, std::string* why);
+
+// An RMSNorm spelled as ops, as Hugging Face's float32 RMSNorm modules run it:
+// pow(x, 2) -> mean(-1, keepdim) -> add(eps, a Python number) -> rsqrt ->
+// mul(x, .) -> mul(weight, .), either operand order, x one input of the chain
+// (rules/capture/chain_target.h). The text that makes an rms_norm template
+// compute it (FORGE_CHAIN_RMS, the row as CHAIN_RMS_N), *row the row's length;
+// or "" with *why.
+std::string rms_definition(const Target& t, int64_t* row, std::string* why);
 
 }  // namespace forge

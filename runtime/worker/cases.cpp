@@ -6,6 +6,7 @@
 
 #include "cases.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -258,6 +259,13 @@ Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, co
     Buffer b = alloc_tensor(a.sizes, a.strides, a.dtype, a.device, guarded || plan.shift_elems > 0, c.guard,
                             plan.shift_elems);
     const json* entry = entries ? &(*entries)[i] : nullptr;
+    // An argument the family keeps (verify.keep_args) takes the first sample's value in every case.
+    const bool keep = std::find(family.keep_args.begin(), family.keep_args.end(), static_cast<int>(i)) !=
+                      family.keep_args.end();
+    if (!entry && keep && samples.is_array() && !samples.empty()) {
+      const json& first = sample_entries(samples, 0);
+      if (first.is_array() && i < first.size()) entry = &first[i];
+    }
     if (entry && entry->is_object() && entry->contains("file") && (*entry)["file"].is_string()) {
       const int64_t stored = load_sample(b.t, a, *entry, samples_dir);
       c.origin.push_back(sample_part::origin(stored, c10::multiply_integers(a.sizes)));
@@ -273,8 +281,12 @@ Case make_case(const OpSpec& spec, const CasePlan& plan, const json& samples, co
 }
 
 void refill_in_place(Case& c, const Family& family, uint64_t seed) {
-  for (size_t i = 0; i < c.buffers.size(); ++i)
-    if (c.buffers[i].t.defined()) fill_random(c.buffers[i].t, c.plan.lo, c.plan.hi, seed++, family, static_cast<int>(i));
+  for (size_t i = 0; i < c.buffers.size(); ++i) {
+    const bool keep = std::find(family.keep_args.begin(), family.keep_args.end(), static_cast<int>(i)) !=
+                      family.keep_args.end();
+    if (c.buffers[i].t.defined() && !keep)
+      fill_random(c.buffers[i].t, c.plan.lo, c.plan.hi, seed++, family, static_cast<int>(i));
+  }
 }
 
 void sample_int_ranges(const OpSpec& spec, const json& samples, const std::string& samples_dir, Family& family) {

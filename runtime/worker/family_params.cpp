@@ -28,6 +28,7 @@ Family parse_family(const json& fam) {
       }
       if (v.contains("seeds")) f.seeds = std::max(1, v["seeds"].get<int>());
       if (v.contains("specials")) f.specials = v["specials"].get<std::vector<std::string>>();
+      if (v.contains("keep_args")) f.keep_args = v["keep_args"].get<std::vector<int>>();
       if (v.contains("int_range")) {
         auto r = v["int_range"].get<std::vector<int64_t>>();
         if (r.size() != 2) fail("family.verify.int_range must be [lo, hi)");

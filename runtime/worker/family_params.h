@@ -29,6 +29,9 @@ struct Family {
   // op accepts (a class index outside [0, C) trips a device assert). Where
   // present it takes int_range's place for that argument.
   std::map<int, std::pair<int64_t, int64_t>> arg_int_range;
+  // Arguments (by index) fresh cases take from the first sample instead of
+  // random values (verify.keep_args: a chain's Python numbers, eps and factors).
+  std::vector<int> keep_args;
   json tolerance = json::object();
 };
 

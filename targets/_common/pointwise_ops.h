@@ -88,12 +88,17 @@ struct PwArgs {
 
 namespace {
 
-// tanh(x) = expm1(2x) / (expm1(2x) + 2): no cancellation near 0 (tanh(1e-4)
-// keeps its relative accuracy); |x| > 9 is +-1 in fp32 (expm1 would overflow).
+// tanh(x) = expm1(2x) / (expm1(2x) + 2) for |x| <= 0.55: no cancellation near
+// 0 (tanh(1e-4) keeps its relative accuracy); beyond, sign(x) (1 - 2 / (exp(2|x|)
+// + 1)), rounded once near +-1, so that 1 + tanh(x) (MinGPT's GELU) keeps what
+// fp32 can hold of it; |x| > 9 is +-1 in fp32 (expm1 would overflow).
 template <class V> PW_FN V pw_tanh(V x) {
   const V e = pw_expm1(x + x);
-  const V t = e / (e + pw_k(2.0f));
-  V r = pw_sel(x > pw_k(9.0f), pw_k(1.0f), t);
+  const V near0 = e / (e + pw_k(2.0f));
+  const V a = pw_sel(x < pw_k(0.0f), -x, x);
+  const V far = pw_k(1.0f) - pw_k(2.0f) / (pw_exp(a + a) + pw_k(1.0f));
+  V r = pw_sel(a > pw_k(0.55f), pw_sel(x < pw_k(0.0f), -far, far), near0);
+  r = pw_sel(x > pw_k(9.0f), pw_k(1.0f), r);
   return pw_sel(x < pw_k(-9.0f), pw_k(-1.0f), r);
 }
 // 1 / (1 + exp(-x)): -inf gives 0, +inf 1.

@@ -47,6 +47,8 @@
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
 
+// FORGE_CHAIN (forge replaces this line with the generated chain)
+
 constexpr int R = FORGE_P_ROWS;
 static_assert(R >= 1 && R <= 8, "FORGE_P_ROWS must be 1..8");
 
@@ -77,7 +79,7 @@ void rms_rows(const RmsArgs& a) {
     for (int k = 0; k < nr; ++k) {
       const int64_t r = r0 + k;
       const float rstd = 1.0f / sqrtf(hsum(q[k]) / static_cast<float>(N) + a.eps);
-      store1(rstd_out + r, rstd);
+      if (rstd_out) store1(rstd_out + r, rstd);  // a chain's kernel has no rstd output
       const vf rv = splat(rstd);
       const T* xr = x + r * N;
       T* yr = y + r * N;

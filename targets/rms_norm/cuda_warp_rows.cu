@@ -38,6 +38,8 @@
 #endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
+
+// FORGE_CHAIN (forge replaces this line with the generated chain)
 #include "../_common/rms_norm_args.h"  // the call's fields, shared with the CPU template: inlined when forge loads the template
 
 namespace {
@@ -73,7 +75,7 @@ __global__ void __launch_bounds__(BLOCK) rms_warp_rows(const T* __restrict__ x, 
   }
   const float rstd = rsqrtf(group_sum<LANES>(q) / static_cast<float>(N) + eps);
   if (!live) return;
-  if (lane == 0) rstd_out[row] = Io<TS>::from(rstd);
+  if (lane == 0 && rstd_out) rstd_out[row] = Io<TS>::from(rstd);  // a chain's kernel has no rstd output
   T* yr = y + row * static_cast<int64_t>(N);
 #pragma unroll
   for (int k = 0; k < CHUNKS; ++k) {

@@ -110,7 +110,7 @@ TEST_CASE("a generated fused chain compiles for sm_90a") {
 
 // A group norm head (chain_strategies.h, head_definition): group_norm -> SiLU
 // in bfloat16 through the group_norm family's CUDA templates, SiLU fused into their store.
-TEST_CASE("a group norm -> SiLU chain compiles in the group_norm CUDA templates for sm_90a") {
+TEST_CASE("group norm -> SiLU and an RMSNorm spelled as ops compile in their families' CUDA templates for sm_90a") {
   World w;
   if (w.ctx->toolchain.nvcc.empty()) {
     MESSAGE(
@@ -141,6 +141,33 @@ TEST_CASE("a group norm -> SiLU chain compiles in the group_norm CUDA templates 
   for (const auto& s : generated.strategies)
     if (s.backend == "cuda") sources.push_back({s.name + ".cu", instantiate(s, param_grid(s).front()), CandidateLang::Cuda});
   REQUIRE_MESSAGE(sources.size() == 2, generated.why);
+  // And an RMSNorm spelled as ops (rms_definition), bf16 rows of 4096, in the rms_norm CUDA template.
+  auto any = [&](std::vector<int64_t> sizes, const char* dtype, json ref) {
+    json r = tensor(sizes, ref);
+    r["dtype"] = dtype;
+    return r;
+  };
+  const json rx = any({4, 4096}, "bfloat16", {{"input", 0}});
+  json eps = any({}, "float64", {{"input", 1}});
+  eps["device"] = "cpu";
+  auto out = [&](int op, std::vector<int64_t> sizes) { return any(sizes, "bfloat16", {{"op", op}, {"output", 0}}); };
+  Target r;
+  r.args = json::array({rx, eps, any({4096}, "bfloat16", {{"input", 2}})});
+  r.outputs = json::array({any({4, 4096}, "bfloat16", nullptr)});
+  const json dims = {{"type", "list"}, {"value", json::array({json{{"type", "int"}, {"value", -1}}})}};
+  r.chain = {{"inputs", 3},
+             {"outputs", 1},
+             {"ops", {{{"op", "aten::pow"}, {"overload", "Tensor_Scalar"}, {"args", {rx, integer(2)}}},
+                      {{"op", "aten::mean"}, {"overload", "dim"},
+                       {"args", {out(0, {4, 4096}), dims, {{"type", "bool"}, {"value", true}}, {{"type", "None"}}}}},
+                      {{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {out(1, {4, 1}), eps, integer(1)}}},
+                      {{"op", "aten::rsqrt"}, {"overload", ""}, {"args", {out(2, {4, 1})}}},
+                      {{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {rx, out(3, {4, 1})}}},
+                      {{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {r.args[2], out(4, {4, 4096})}}}}}};
+  const auto rms = chain_strategies(r);
+  for (const auto& s : rms.strategies)
+    if (s.backend == "cuda") sources.push_back({s.name + ".cu", instantiate(s, param_grid(s).front()), CandidateLang::Cuda});
+  REQUIRE_MESSAGE(sources.size() == 3, rms.why);
   auto rs = w.compile(sources, {.cuda_arch = "sm_90a"});
   for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, sources[i].name << ": " << rs[i].log);
 }

@@ -251,5 +251,67 @@ TEST_CASE("a group norm followed by pointwise ops runs in the group_norm templat
   CHECK(why.find("weight is not the chain's input 1") != std::string::npos);
 }
 
+// Hugging Face's float32 RMSNorm as ops: x [3, 8, 64] (read by pow and by
+// mul: one input), eps a Python number, weight [64].
+Target rms() {
+  const json x = tensor({3, 8, 64}), row = tensor({3, 8, 1}), eps = tensor({}, "float64"), w = tensor({64});
+  Target t;
+  t.op = "forge_chain::c_rms";
+  t.args = json::array({x, eps, w});
+  t.outputs = json::array({x});
+  json ops = json::array();
+  ops.push_back({{"op", "aten::pow"}, {"overload", "Tensor_Scalar"}, {"args", {input(x, 0), number(2)}}});
+  const json dims = {{"type", "list"}, {"value", json::array({json{{"type", "int"}, {"value", -1}}})}};
+  const json keepdim = {{"type", "bool"}, {"value", true}}, none = {{"type", "None"}};
+  ops.push_back({{"op", "aten::mean"}, {"overload", "dim"}, {"args", json::array({link(x, 0), dims, keepdim, none})}});
+  ops.push_back({{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {link(row, 1), input(eps, 1), number(1)}}});
+  ops.push_back({{"op", "aten::rsqrt"}, {"overload", ""}, {"args", {link(row, 2)}}});
+  ops.push_back({{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {input(x, 0), link(row, 3)}}});
+  ops.push_back({{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {input(w, 2), link(x, 4)}}});
+  t.chain = {{"inputs", 3}, {"ops", ops}, {"outputs", 1}};
+  return t;
+}
+
+TEST_CASE("an RMSNorm spelled as ops runs in the rms_norm templates") {
+  std::string why;
+  int64_t row = 0;
+  CAPTURE(why);
+  REQUIRE_FALSE(rms_definition(rms(), &row, &why).empty());
+  CHECK(row == 64);
+  const auto strategies = chain_strategies(rms()).strategies;
+  std::vector<std::string> names;
+  for (const auto& s : strategies) names.push_back(s.backend + ":" + s.name);
+  CHECK(names == std::vector<std::string>{"cpu:rms_norm_rows", "cuda:rms_norm_warp_rows"});
+  std::vector<float> x(3 * 8 * 64), w(64), y(x.size(), NAN);
+  double eps = 1e-6;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 2.0);
+  for (size_t c = 0; c < w.size(); ++c) w[c] = 0.5f + 0.01f * static_cast<float>(c);
+  test::TempDir tmp;
+  auto [lib, kernel] = load_cpu(strategies.at(0), tmp);
+  forge_tensor in[3] = {view(x.data(), {3, 8, 64}, FORGE_FLOAT32), view(&eps, {}, FORGE_FLOAT64),
+                        view(w.data(), {64}, FORGE_FLOAT32)};
+  forge_tensor out[1] = {view(y.data(), {3, 8, 64}, FORGE_FLOAT32)};
+  forge_call call{};
+  call.inputs = in, call.n_inputs = 3, call.outputs = out, call.n_outputs = 1;
+  REQUIRE(kernel(&call) == 0);
+  for (size_t r = 0; r < 24; ++r) {
+    double ms = 0;
+    for (size_t j = 0; j < 64; ++j) ms += static_cast<double>(x[r * 64 + j]) * x[r * 64 + j] / 64.0;
+    for (size_t j = 0; j < 64; ++j) {
+      const double want = w[j] * (x[r * 64 + j] / std::sqrt(ms + eps));
+      CAPTURE(r * 64 + j);
+      CHECK(std::fabs(y[r * 64 + j] - want) <= 1e-5 * (1.0 + std::fabs(want)));
+    }
+  }
+  // A row of another length: declined.
+  in[0] = view(x.data(), {3, 16, 32}, FORGE_FLOAT32);
+  out[0] = view(y.data(), {3, 16, 32}, FORGE_FLOAT32);
+  CHECK(kernel(&call) != 0);
+  // Refused: the mean over another dim.
+  Target other = rms();
+  other.chain["ops"][1]["args"][1]["value"][0]["value"] = 1;
+  CHECK(rms_definition(other, &row, &why).empty());
+}
+
 TEST_SUITE_END();
 }  // namespace forge

@@ -1,7 +1,7 @@
 # Chains that are a module's whole forward (tests/rules/package/test_chain_module_torch.cpp):
 # Swish, QuickGELU with its factor as an attribute (a Python number the chain
-# reads), a GroupNorm submodule followed by SiLU; a Swish spelled in a plain
-# function, which no forward is. Each
+# reads), a GroupNorm submodule followed by SiLU, Hugging Face's RMSNorm; a
+# Swish spelled in a plain function, which no forward is. Each
 # on its own shape, so no op's calls are shared between chains. Prints one
 # checksum per line for the test to compare with a stock run; with
 # FORGE_TEST_GRAD=1 the input needs grad (the original forwards must run), and
@@ -34,19 +34,35 @@ class GroupNormSiLU(torch.nn.Module):  # a norm and its activation, the norm a s
         return torch.nn.functional.silu(self.norm(x))
 
 
+class RMSNorm(torch.nn.Module):  # as Hugging Face's LlamaRMSNorm, on float32
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.linspace(0.5, 1.5, hidden))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
 def swish(x):
     return x * torch.sigmoid(x)
 
 
 torch.manual_seed(0)
 a, b, c, img = torch.randn(64, 1024), torch.randn(32, 2048), torch.randn(16, 4096), torch.randn(2, 16, 24, 24)
+h = torch.randn(4, 32, 256)
 grad = os.environ.get("FORGE_TEST_GRAD") == "1"
 if grad:
     a.requires_grad_(True)
-s, q, n = Swish(), QuickGELU(), GroupNormSiLU()
+s, q, n, r = Swish(), QuickGELU(), GroupNormSiLU(), RMSNorm(256)
 with torch.set_grad_enabled(grad):
     for i in range(4):
-        y, z, w, v = s(a), q(b), swish(c), n(img)
+        y, z, w, v, u = s(a), q(b), swish(c), n(img), r(h)
         if i == 0 and os.environ.get("FORGE_TEST_ALPHA"):
             q.alpha = float(os.environ["FORGE_TEST_ALPHA"])
-        print("%.6f %.6f %.6f %.6f" % (float(y.sum()), float(z.sum()), float(w.sum()), float(v.sum())))
+        print("%.6f %.6f %.6f %.6f %.6f" % (float(y.sum()), float(z.sum()), float(w.sum()), float(v.sum()),
+                                            float(u.abs().sum())))
