@@ -55,7 +55,8 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
     for (const auto& smp : entries.at(static_cast<size_t>(chain.entries[static_cast<size_t>(j)])).value("samples", json::array())) {
       const json s = sample_entries(smp);
       const json v = static_cast<size_t>(i) < s.size() ? s[static_cast<size_t>(i)] : json();
-      if (!v.is_object() || !v.contains("digest")) return json::array();
+      // A partial sample's digest covers its leading part only (docs/CAPTURE.md, "Samples").
+      if (!v.is_object() || !v.contains("digest") || v.contains("stored_numel")) return json::array();
       out.push_back(v["digest"]);
     }
     return out;

@@ -311,6 +311,13 @@ def install(package_json=None, policy=None, library=None):
             chain_routes.append((e, _Guard(lib, e), getattr(getattr(torch.ops, ns), name).default))
         except Exception as why:  # libforge.so does not define or override it either
             _warn_once("%s: not routed under torch.compile: %s" % (e.get("target", e["op"]), why))
+    from torch._inductor import config as inductor_config
+
+    if chain_routes and inductor_config.post_grad_custom_post_pass is not None:
+        # The program's own post-grad pass holds the slot: no chain is replaced,
+        # so none of its ops is kept from Inductor's decompositions either.
+        _warn_once("chains not routed under torch.compile: the program has its own post-grad pass")
+        chain_routes = []
     for e, _, _ in chain_routes:
         routed.setdefault((e["op"], "default"), []).append(e)
         # Inductor would decompose some of the chain's ops (group norm, SiLU)
@@ -331,14 +338,22 @@ def install(package_json=None, policy=None, library=None):
     return sorted("%s.%s" % k for k in routed)
 
 
-def _same_constant(v, rec):
+def _modules():
     try:
-        from forge_autoload.modules import same_constant
+        from forge_autoload import modules
     except ImportError:  # the package's copy (forge_modules.py beside this file)
-        from forge_modules import same_constant
+        import forge_modules as modules
+    return modules
+
+
+def _same_constant(v, rec):
     import torch
 
-    return same_constant(torch, v, rec)
+    return _modules().same_constant(torch, v, rec)
+
+
+def _number_of(rec, v):
+    return _modules()._number_of(rec, v)
 
 
 def _spelled(aten_op):
@@ -401,10 +416,14 @@ def _match_chain(node, entry):
                 if not _same_constant(v, rec):
                     return None
             elif "input" in ref:
-                numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
-                if not (isinstance(v, torch.fx.Node) or (numeric and entry["args"][ref["input"]].get("sizes") == [])):
+                k = int(ref["input"])
+                if not (isinstance(v, torch.fx.Node) or _number_of(entry["args"][k], v)):
                     return None
-                inputs[ref["input"]] = v
+                # A chain input two ops read (RMSNorm's x) must be one node or number here too.
+                if inputs[k] is not None and (inputs[k] is not v if isinstance(v, torch.fx.Node) else
+                                              (type(inputs[k]) is not type(v) or inputs[k] != v)):
+                    return None
+                inputs[k] = v
             elif int(ref.get("output", 0)) != 0 or v is not results[int(ref["op"])]:
                 return None
         nodes.append(cur)
@@ -429,6 +448,8 @@ def _match_chain(node, entry):
             if len(users) != 1:
                 return None
             cur = users[0]
+    if any(isinstance(i, torch.fx.Node) and i in nodes for i in inputs):
+        return None  # an input the chain itself computes (relu(x) * relu(x) for relu(a) * b)
     return nodes, inputs
 
 
@@ -502,8 +523,6 @@ def _key_inductor_cache(choice, by_threads=False, chain_routes=()):
         config.post_grad_custom_post_pass = ForgeChoices(hashlib.sha256(choice.encode()).hexdigest())
     else:  # the user's own pass is there: no cache rather than a wrong hit
         config.fx_graph_cache = False
-        if chain_routes:
-            _warn_once("chains not routed under torch.compile: the program has its own post-grad pass")
 
 
 def install_on_first_compile(package_json):

@@ -11,14 +11,17 @@ op, in the unchanged program:
   its forward's code (code_digest; every KernelBench class is called Model),
   patched when it is defined after install() (nn.Module.__init_subclass__) or
   at install() when it already was;
-- per call signature (each argument's dtype, sizes, strides, device and
-  requires_grad, the values of the other arguments; for the module and each
-  submodule its class, plain attributes such as eps and training, and its
-  parameters' and buffers' metadata), the first call runs the original forward
+- per module instance and call signature (each argument's dtype, sizes,
+  strides, device and requires_grad, which arguments are one tensor, the
+  values of the other arguments; for the module and each submodule its class,
+  its attributes: plain values such as eps and training by value, others such
+  as functions by identity; its parameters' and buffers' metadata; at most 64
+  signatures an instance), the first call runs the original forward
   under a dispatch mode that records its ATen calls. Where they are the
   chain's ops, in order, on the chain's constant arguments, each chain input
   read from a forward argument, a parameter or buffer of the module or of a
-  submodule, or a Python number, and the
+  submodule, or a Python number of the captured kind (float or int), one
+  tensor where the chain reads one input twice, and the
   forward returns the last op's result, later calls of that signature call the
   op on the same sources; otherwise they run the original forward;
 - the original forward runs when grad is needed (the kernel has no backward),
@@ -96,13 +99,31 @@ def _value_key(torch, v):
     raise TypeError(type(v).__name__)
 
 
+_MODULE_INTERNALS = set()  # the attributes every nn.Module has (hooks, _parameters, ...): set by install()
+
+
+def _attr_key(torch, v):
+    """An attribute in the call key: its value where it is plain (or a tuple or
+    list of plain values), else its identity (a function, a config object: the
+    forward may read anything of it)."""
+    try:
+        return _value_key(torch, v)
+    except TypeError:
+        return ("id", id(v))
+
+
 def _call_key(torch, mod, args, kwargs):
-    """The call signature a plan is kept for: the arguments, and for the module
-    and each submodule its class, plain attributes, parameters and buffers."""
-    k = [tuple(_value_key(torch, a) for a in args), tuple((n, _value_key(torch, kwargs[n])) for n in sorted(kwargs))]
+    """The call signature a plan is kept for: the arguments (and which of them
+    are one tensor), and for the module and each submodule its class, its
+    other attributes, parameters and buffers."""
+    flat = list(args) + [kwargs[n] for n in sorted(kwargs)]
+    first = {}
+    same = tuple(first.setdefault(id(a), i) for i, a in enumerate(flat) if isinstance(a, torch.Tensor))
+    k = [tuple(_value_key(torch, a) for a in args), tuple((n, _value_key(torch, kwargs[n])) for n in sorted(kwargs)),
+         same]
     for prefix, sub in mod.named_modules():
         k.append((prefix, type(sub)))
-        k.append(tuple((n, v) for n, v in sub.__dict__.items() if isinstance(v, _PLAIN)))
+        k.append(tuple((n, _attr_key(torch, v)) for n, v in sub.__dict__.items() if n not in _MODULE_INTERNALS))
         for table in (sub._parameters, sub._buffers):
             k.append(tuple((n, None if t is None else _tensor_key(torch, t)) for n, t in table.items()))
     return tuple(k)
@@ -172,6 +193,14 @@ def same_constant(torch, v, rec):
     return False
 
 
+def _number_of(rec, v):
+    """Whether Python number v is what the chain's 0-dim input `rec` captured:
+    a float where it was float64, an int where it was int64."""
+    if isinstance(v, bool) or rec.get("sizes") != []:
+        return False
+    return (isinstance(v, float) and rec.get("dtype") == "float64") or (isinstance(v, int) and rec.get("dtype") == "int64")
+
+
 def _plan(torch, entry, mod, args, kwargs, calls, result):
     """The sources of the chain op's inputs, from one recorded forward: each
     ("arg", i), ("kwarg", name), ("param", name), ("buffer", name) (dotted
@@ -213,14 +242,16 @@ def _plan(torch, entry, mod, args, kwargs, calls, result):
                 k = int(ref["input"])
                 if isinstance(v, torch.Tensor):
                     src = known.get(id(v))
-                elif isinstance(v, (int, float)) and not isinstance(v, bool):
-                    # A Python number: the chain reads it as a 0-dim tensor.
-                    dtype = getattr(torch, entry["args"][k].get("dtype", "float64"))
-                    src = ("value", torch.tensor(v, dtype=dtype))
+                elif _number_of(entry["args"][k], v):
+                    # A Python number of the captured kind: the chain reads it as a 0-dim tensor.
+                    src = ("value", v, torch.tensor(v, dtype=getattr(torch, entry["args"][k]["dtype"])))
                 else:
                     src = None
                 if src is None:
                     return None, "op %d reads a tensor that is no argument, parameter or buffer" % j
+                # A chain input two ops read (RMSNorm's x) must be one tensor here too.
+                if sources[k] is not None and sources[k][:2] != src[:2]:
+                    return None, "op %d reads another tensor than the chain's input %d" % (j, k)
                 sources[k] = src
             elif v is not outs[int(ref["op"])][int(ref["output"])]:
                 return None, "op %d does not read op %s's result" % (j, ref["op"])
@@ -265,7 +296,7 @@ def _record(torch, fn):
 
 
 def _fetch(src, args, kwargs, mod):
-    kind, where = src
+    kind, where = src[0], src[1]
     if kind == "arg":
         return args[where]
     if kind == "kwarg":
@@ -274,19 +305,25 @@ def _fetch(src, args, kwargs, mod):
         return mod.get_parameter(where)
     if kind == "buffer":
         return mod.get_buffer(where)
-    return where  # "value": the number as a tensor
+    return src[2]  # "value": the number as a tensor
 
 
-def _patch(cls, entry):
+_MAX_PLANS = 64  # per module instance: a forward called with ever new shapes or numbers stops recording
+
+
+def _patch(cls, entries):
     import functools
+    import weakref
 
     import torch
 
     original = cls.forward
-    ns, name = entry["op"].split("::", 1)
-    op = getattr(getattr(torch.ops, ns), name)
-    plans = {}  # call key -> sources, or None: the original forward
-    target = entry.get("target", entry["op"])
+    ops = []
+    for e in entries:
+        ns, name = e["op"].split("::", 1)
+        ops.append(getattr(getattr(torch.ops, ns), name))
+    # Per module instance: call key -> (op, sources), or None: the original forward.
+    plans = weakref.WeakKeyDictionary()
 
     @functools.wraps(original)
     def forward(self, *args, **kwargs):
@@ -296,32 +333,42 @@ def _patch(cls, entry):
             key = _call_key(torch, self, args, kwargs)
         except TypeError:
             return original(self, *args, **kwargs)
-        if key not in plans:
+        mine = plans.setdefault(self, {})
+        if key not in mine:
+            if len(mine) >= _MAX_PLANS:
+                return original(self, *args, **kwargs)
             calls, result = _record(torch, lambda: original(self, *args, **kwargs))
-            sources, why = _plan(torch, entry, self, args, kwargs, calls, result)
-            plans[key] = sources
-            if sources is None and os.environ.get("FORGE_PACKAGE_TRACE") == "1":
-                _warn("%s: %s keeps its forward for this call: %s" % (target, class_name(cls), why))
+            mine[key], whys = None, []
+            for e, op in zip(entries, ops):  # the class's chains (one per captured signature)
+                sources, why = _plan(torch, e, self, args, kwargs, calls, result)
+                if sources is not None:
+                    mine[key] = (op, sources)
+                    break
+                whys.append("%s: %s" % (e.get("target", e["op"]), why))
+            if mine[key] is None and os.environ.get("FORGE_PACKAGE_TRACE") == "1":
+                _warn("%s keeps its forward for this call: %s" % (class_name(cls), "; ".join(whys)))
             return result
-        sources = plans[key]
-        if sources is None:
+        plan = mine[key]
+        if plan is None:
             return original(self, *args, **kwargs)
+        op, sources = plan
         return op(*[_fetch(s, args, kwargs, self) for s in sources])
 
-    forward.__forge_chain__ = target
+    forward.__forge_chain__ = [e.get("target", e["op"]) for e in entries]
     _patched[cls] = cls.__dict__.get("forward")
     cls.forward = forward
 
 
 def _consider(cls):
-    for digest, entry in _wanted.get(class_name(cls), []):
-        if cls in _patched:
-            return
-        if code_digest(getattr(cls, "forward", None)) == digest:
-            try:
-                _patch(cls, entry)
-            except Exception as e:  # the class keeps its forward
-                _warn("%s: %s's forward not replaced: %s" % (entry.get("target", ""), class_name(cls), e))
+    if cls in _patched or class_name(cls) not in _wanted:
+        return
+    digest = code_digest(getattr(cls, "forward", None))
+    entries = [e for d, e in _wanted[class_name(cls)] if d == digest]
+    if entries:
+        try:
+            _patch(cls, entries)
+        except Exception as e:  # the class keeps its forward
+            _warn("%s's forward not replaced: %s" % (class_name(cls), e))
 
 
 def _all_subclasses(cls):
@@ -353,6 +400,7 @@ def install(package_json=None):
             wanted.append(e.get("target", e["op"]))
     if not wanted:
         return []
+    _MODULE_INTERNALS.update(torch.nn.Module().__dict__)
     if not _subclass_hook[0]:
         _subclass_hook[0] = True
         Module = torch.nn.Module

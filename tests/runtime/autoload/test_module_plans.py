@@ -1,0 +1,134 @@
+"""modules.py's plans (runtime/autoload/forge_autoload/modules.py) on the cases
+where a recorded forward must not stand for a later call: arguments that were
+one tensor, two reads of one chain input that are two tensors, instances whose
+attributes differ, a Python number of another kind. The forge_chain ops are
+stand-ins computing the chain in torch, so no forge build is needed; each case
+checks the patched forward's results against the original math. Exit 77: no torch."""
+import os
+import sys
+
+try:
+    import torch
+except ImportError:
+    sys.exit(77)
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "runtime", "autoload"))
+from forge_autoload import modules  # noqa: E402
+
+lib = torch.library.Library("forge_chain", "DEF")
+calls = {"add_relu": 0, "add_relu_mul": 0, "relu_then": 0, "scale": 0}
+
+
+def define(name, schema, fn):
+    def counted(*a):
+        calls[name] += 1
+        return fn(*a)
+
+    lib.define(name + schema)
+    lib.impl(name, counted, "CompositeExplicitAutograd")
+
+
+define("add_relu", "(Tensor a, Tensor b) -> Tensor", lambda a, b: torch.relu(a + b))
+define("add_relu_mul", "(Tensor x, Tensor a) -> Tensor", lambda x, a: torch.relu(x + a) * a)
+define("relu_then", "(Tensor x) -> Tensor", lambda x: torch.sigmoid(torch.relu(x)))
+define("scale", "(Tensor x, Tensor k) -> Tensor", lambda x, k: torch.sigmoid(x) * k)
+
+
+def inp(k):
+    return {"ref": {"input": k}}
+
+
+def out(j):
+    return {"ref": {"op": j, "output": 0}}
+
+
+ONE = {"type": "int", "value": 1}
+
+
+def entry(name, args, ops):
+    return {"op": "forge_chain::" + name, "target": name, "args": args,
+            "chain": {"inputs": len(args), "outputs": 1, "ops": ops}}
+
+
+T = {"dtype": "float32", "sizes": [3, 8]}
+add = {"op": "aten::add", "overload": "Tensor", "args": [inp(0), inp(1), ONE]}
+relu = {"op": "aten::relu", "overload": "", "args": [out(0)]}
+
+
+class AddRelu(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.relu(a + b)
+
+
+class AddReluMul(torch.nn.Module):  # captured where a and b held the same data: one input
+    def forward(self, x, a, b):
+        return torch.relu(x + a) * b
+
+
+class ReluThen(torch.nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x):
+        return self.f(torch.relu(x))
+
+
+class Scale(torch.nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x):
+        return torch.sigmoid(x) * self.k
+
+
+modules._patch(AddRelu, [entry("add_relu", [T, T], [add, relu])])
+modules._patch(AddReluMul, [entry("add_relu_mul", [T, T], [
+    add, relu, {"op": "aten::mul", "overload": "Tensor", "args": [out(1), inp(1)]}])])
+modules._patch(ReluThen, [entry("relu_then", [T], [
+    {"op": "aten::relu", "overload": "", "args": [inp(0)]},
+    {"op": "aten::sigmoid", "overload": "", "args": [out(0)]}])])
+modules._patch(Scale, [entry("scale", [T, {"dtype": "int64", "sizes": []}], [
+    {"op": "aten::sigmoid", "overload": "", "args": [inp(0)]},
+    {"op": "aten::mul", "overload": "Tensor", "args": [out(0), inp(1)]}])])
+
+failures = []
+
+
+def check(what, got, want, fused=None, name=None):
+    if not torch.allclose(got, want):
+        failures.append(what + ": wrong result")
+    if fused is not None and (calls[name] > 0) != fused:
+        failures.append(what + (": the fused op did not run" if fused else ": the fused op ran"))
+
+
+x, y, z = torch.randn(3, 3, 8)
+with torch.no_grad():
+    m = AddRelu()
+    m(x, x)  # recorded with one tensor twice
+    check("one tensor as both arguments, then two", m(x, y), torch.relu(x + y), fused=False, name="add_relu")
+    m(x, y)  # recorded with two tensors: later calls fuse
+    check("two tensors", m(x, z), torch.relu(x + z), fused=True, name="add_relu")
+
+    b = AddReluMul()
+    b(x, y, z)
+    check("one chain input read twice, two tensors given", b(x, y, z), torch.relu(x + y) * z, fused=False,
+          name="add_relu_mul")
+
+    s, t = ReluThen(torch.sigmoid), ReluThen(torch.tanh)
+    s(x)
+    s(x)
+    check("another instance, another function attribute", t(x), torch.tanh(torch.relu(x)))
+    check("another instance, on its second call", t(x), torch.tanh(torch.relu(x)))
+
+    k = Scale(2)
+    k(x)
+    check("the captured int", k(x), torch.sigmoid(x) * 2, fused=True, name="scale")
+    calls["scale"] = 0
+    h = Scale(0.5)
+    h(x)
+    check("a float where an int was captured", h(x), torch.sigmoid(x) * 0.5, fused=False, name="scale")
+
+print("\n".join(failures) or "ok")
+sys.exit(1 if failures else 0)
