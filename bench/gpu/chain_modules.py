@@ -1,0 +1,46 @@
+# Chain modules on CUDA at model-like sizes (bench/gpu/chains.sh): each module's forward, ms/iter,
+# medians of CUDA events; CH_COMPILE=1 compiles each module.
+import os, statistics, sys
+import torch
+import torch.nn.functional as F
+
+class Swish(torch.nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(x)
+
+class GroupNormSiLU(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.GroupNorm(32, 512)
+    def forward(self, x):
+        return F.silu(self.norm(x))
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.linspace(0.5, 1.5, hidden))
+        self.variance_epsilon = eps
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+torch.manual_seed(0)
+dev = "cuda"
+mods = {"swish": (Swish(), torch.randn(64, 1 << 20, device=dev)),
+        "gn_silu": (GroupNormSiLU().to(dev).to(torch.bfloat16), torch.randn(2, 512, 128, 128, device=dev, dtype=torch.bfloat16)),
+        "rms": (RMSNorm(4096).to(dev), torch.randn(4, 2048, 4096, device=dev))}
+comp = os.environ.get("CH_COMPILE")
+iters = int(os.environ.get("CH_ITERS", "20"))
+with torch.no_grad():
+    for name, (m, x) in mods.items():
+        f = torch.compile(m) if comp else m
+        for _ in range(3):
+            y = f(x)
+        ts = []
+        for _ in range(iters):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record(); y = f(x); b.record(); b.synchronize(); ts.append(a.elapsed_time(b))
+        print("%s %.4f ms/iter checksum %.6e" % (name, statistics.median(ts), float(y.float().abs().mean())))
