@@ -92,34 +92,39 @@ def aten_op(name, overload):
 def chain_function(chain, inputs):
     """A function of no arguments running the chain's ops one by one on
     `inputs`, each argument its captured constant, a chain input ({"ref":
-    {"input": i}}) or an earlier op's return ({"ref": {"op": j, "output": k}})."""
-    steps = []
-    for o in chain["ops"]:
+    {"input": i}}) or an earlier op's return ({"ref": {"op": j, "output": k}}).
+    Written as Python source and exec'd: Dynamo traces plain code, where a
+    loop over a list of ops and records stops it ("sourceless builder")."""
+    lines, consts = ["def run():"], {}
+    for j, o in enumerate(chain["ops"]):
         op = aten_op(o["op"], o.get("overload"))
         recs = o["args"]
-        consts = build_args({"args": [{"type": "None"} if "ref" in r else r for r in recs], "samples": []}, "cpu")
-        steps.append((op, recs, consts))
+        values = build_args({"args": [{"type": "None"} if "ref" in r else r for r in recs], "samples": []}, "cpu")
+        parts = []
+        for a, r, v in zip(op._schema.arguments, recs, values):
+            ref = r.get("ref")
+            if ref is None:
+                name = "c%d_%d" % (j, len(parts))
+                consts[name] = v
+                text = name
+            elif "input" in ref:
+                text = "inputs[%d]" % ref["input"]
+            else:
+                multi = len(aten_op(chain["ops"][ref["op"]]["op"], chain["ops"][ref["op"]].get("overload"))._schema.returns) > 1
+                text = "t%d[%d]" % (ref["op"], ref["output"]) if multi else "t%d" % ref["op"]
+            parts.append(("%s=%s" % (a.name, text)) if a.kwarg_only else text)
+        consts["op%d" % j] = op
+        lines.append("    t%d = op%d(%s)" % (j, j, ", ".join(parts)))
     n_out = int(chain["outputs"])
-
-    def run():
-        results = []
-        for op, recs, consts in steps:
-            values = []
-            for r, c in zip(recs, consts):
-                ref = r.get("ref")
-                if ref is None:
-                    values.append(c)
-                elif "input" in ref:
-                    values.append(inputs[ref["input"]])
-                else:
-                    out = results[ref["op"]]
-                    values.append(out[ref["output"]] if isinstance(out, (tuple, list)) else out)
-            p, k = split_args(op, values)
-            results.append(op(*p, **k))
-        last = results[-1]
-        return last if n_out == 1 or not isinstance(last, (tuple, list)) else tuple(last[:n_out])
-
-    return run
+    last = len(chain["ops"]) - 1
+    multi = len(aten_op(chain["ops"][-1]["op"], chain["ops"][-1].get("overload"))._schema.returns) > 1
+    if not multi:
+        lines.append("    return t%d" % last)
+    else:
+        lines.append("    return " + ("t%d[0]" % last if n_out == 1 else "tuple(t%d[:%d])" % (last, n_out)))
+    scope = dict(consts, inputs=inputs)
+    exec("\n".join(lines), scope)
+    return scope["run"]
 
 
 def split_args(op, args):
