@@ -23,7 +23,8 @@ struct LeftOut {
 // model on `backend` ("cpu" | "cuda") can be no target; nullopt when it can.
 std::optional<LeftOut> inherent_reason(const nlohmann::json& entry, const std::string& backend);
 
-// True when the tensors span more than one device type (a host<->device copy).
+// True when the tensors span more than one device type (a host<->device copy);
+// a 0-dim CPU input (a Python number on a CUDA op) does not count.
 bool is_transfer(const nlohmann::json& args, const nlohmann::json& outputs);
 
 // Does backend op `op` ("uniform_", "normal.Tensor_float") draw random numbers

@@ -74,6 +74,14 @@ TEST_CASE("a copy between host and device is a transfer, whatever its dispatch k
   CHECK(r->why == "copies between cpu and cuda: bound by the link between them, not by a kernel");
   // Two GPUs are one device type: a device copy, a candidate.
   CHECK_FALSE(is_transfer(list(tensor({4}, "float32", "cuda:1")), list(tensor({4}, "float32", "cuda:0"))));
+  // x * 0.5 on CUDA: the number is a 0-dim CPU tensor the kernel reads on the host, no copy.
+  json mul = entry("mul.Tensor", json::array({tensor({4}, "float32", "cuda:0"), tensor({}, "float64", "cpu")}),
+                   list(tensor({4}, "float32", "cuda:0")));
+  mul["dispatch_key"] = "CUDA";
+  CHECK_FALSE(is_transfer(mul["args"], mul["outputs"]));
+  CHECK_FALSE(inherent_reason(mul, "cuda").has_value());
+  // A copy of a one-element tensor of rank 1 still is one.
+  CHECK(is_transfer(list(tensor({1}, "float32", "cpu")), list(tensor({1}, "float32", "cuda:0"))));
 }
 
 TEST_CASE("random-number ops: a generator argument, the samplers by name, dropout only in training") {
