@@ -310,16 +310,16 @@ void SearchRule::apply(BuildContext& ctx) {
   std::unique_ptr<Executor> executor;
   m_ledger = {};
   int searched = 0;
-  auto search_one = [&](Target& t) {
+  auto search_one = [&](Target& t, ChainStrategies* generated) {
     try {
-      searched += search_target(ctx, t, families, budget, rt, executor);
+      searched += search_target(ctx, t, families, budget, rt, executor, generated);
     } catch (const std::exception& e) {
       // One broken family or strategy file costs its target, not the build.
       ctx.failed = true;
       ctx.notes.push_back("search of " + t.id + " failed: " + e.what());
     }
   };
-  for (auto& t : ctx.targets) search_one(t);
+  for (auto& t : ctx.targets) search_one(t, nullptr);
   // Chains whose ops the library can fuse (chain_strategies.h), after the
   // single ops, as many as forge.yaml's `targets.top` (longest time first).
   // The package ships those that are a module's whole forward (rules/package/assembly.cpp).
@@ -329,7 +329,7 @@ void SearchRule::apply(BuildContext& ctx) {
     json* c = nullptr;
     for (auto& entry : ctx.chains)
       if (entry.value("id", json()) == t.id) c = &entry;
-    const ChainStrategies generated = ctx.manifest.proposer.strategies ? chain_strategies(t) : ChainStrategies{};
+    ChainStrategies generated = ctx.manifest.proposer.strategies ? chain_strategies(t) : ChainStrategies{};
     why = generated.why;
     if (generated.strategies.empty()) {
       if (c && !why.empty())
@@ -340,7 +340,7 @@ void SearchRule::apply(BuildContext& ctx) {
       if (c) (*c)["why"] = "not searched: beyond forge.yaml's targets.top (" + std::to_string(ctx.manifest.targets.top) + ")";
       continue;
     }
-    search_one(t);
+    search_one(t, &generated);
     if (!c) continue;
     (*c)["searched"] = t.iterations > 0;
     if (t.iterations > 0)
@@ -374,7 +374,7 @@ llm::Client& SearchRule::model_client(BuildContext& ctx) {
 
 int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Family>& families,
                               const Budget& budget, std::optional<RuntimeLibs>& rt,
-                              std::unique_ptr<Executor>& executor) {
+                              std::unique_ptr<Executor>& executor, ChainStrategies* generated) {
   std::string no_family_why;
   auto family = family_of(families, t, &no_family_why);
   if (!family) return no_family(t, no_family_why);
@@ -384,15 +384,16 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
   if (t.chain.is_object()) want.llm.reset();
   std::vector<Strategy> strategies;
   if (t.chain.is_object()) {
-    // A chain: the library's kernel is generated from its definition.
-    ChainStrategies generated = chain_strategies(t);
-    for (auto& s : generated.strategies)
+    // A chain: the library's kernels, generated from its definition (once, by the caller).
+    ChainStrategies own;
+    if (!generated) own = chain_strategies(t), generated = &own;
+    for (auto& s : generated->strategies)
       if (s.backend == ctx.device.backend) strategies.push_back(std::move(s));
     if (strategies.empty() && want.strategies && !want.llm)
       return leave_out(t, Selection::NoProposer,
-                       "no fused kernel: " + (generated.why.empty() ? "the library has no fused template for the " +
-                                                                          ctx.device.backend + " backend"
-                                                                    : generated.why)),
+                       "no fused kernel: " + (generated->why.empty() ? "the library has no fused template for the " +
+                                                                           ctx.device.backend + " backend"
+                                                                     : generated->why)),
              0;
   } else {
     for (auto& s : load_strategies(*family))

@@ -18,6 +18,7 @@
 #include "rules/evaluate/executor.h"
 #include "rules/evaluate/family.h"
 #include "rules/llm/cache.h"
+#include "rules/search/chain_strategies.h"
 #include "rules/capture/runtime_build.h"
 
 namespace forge {
@@ -33,10 +34,10 @@ class SearchRule : public Rule {
 
  private:
   // 1 when `t` was searched, 0 when it has no family or nothing to propose. The worker is built and
-  // the executor started on first need.
+  // the executor started on first need. A chain target's strategies come generated (chain_strategies.h).
   int search_target(BuildContext& ctx, Target& t, const std::vector<Family>& families,
                     const Budget& budget, std::optional<RuntimeLibs>& rt,
-                    std::unique_ptr<Executor>& executor);
+                    std::unique_ptr<Executor>& executor, ChainStrategies* generated = nullptr);
   // The model's client, made on first need (one per build: its semaphore is shared).
   llm::Client& model_client(BuildContext& ctx);
 
