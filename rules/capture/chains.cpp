@@ -24,13 +24,13 @@ bool is_gemm_or_conv(const std::string& op) {
   return names.count(op.substr(0, op.find('.'))) > 0;
 }
 
-bool eligible(const json& e, const std::string& backend) {
+}  // namespace
+
+bool chain_op_eligible(const json& e, const std::string& backend) {
   if (e.value("kind", "kernel") != "kernel") return false;
   if (is_gemm_or_conv(e.value("op", ""))) return false;
   return !inherent_reason(e, backend).has_value();
 }
-
-}  // namespace
 
 std::vector<Chain> find_chains(const json& record, const std::string& backend) {
   const json& entries = record.contains("entries") ? record["entries"] : json::array();
@@ -52,7 +52,8 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
     const int a = f.value("from", -1), b = f.value("to", -1);
     const long k = f.value("out", 0L), c = f.value("calls", 0L);
     if (a < 0 || b < 0 || a >= n || b >= n || a == b || c <= 0) continue;
-    if (!eligible(entries[static_cast<size_t>(a)], backend) || !eligible(entries[static_cast<size_t>(b)], backend)) continue;
+    if (!chain_op_eligible(entries[static_cast<size_t>(a)], backend) || !chain_op_eligible(entries[static_cast<size_t>(b)], backend))
+      continue;
     if (c != calls_of(a) || c != calls_of(b)) continue;
     if (produced[{a, k}] != c || consumed[{a, k}] != c || consumed_any[a] != c) continue;
     out_of[a].insert(b);
@@ -151,6 +152,16 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
     }
     chains.push_back(std::move(whole));
   }
+  // A run inside a module class's whole forward is that forward's chain.
+  std::vector<Chain> forward = find_forward_chains(record, backend);
+  std::erase_if(chains, [&](const Chain& c) {
+    for (const Chain& f : forward)
+      if (std::all_of(c.entries.begin(), c.entries.end(),
+                      [&](int i) { return std::find(f.entries.begin(), f.entries.end(), i) != f.entries.end(); }))
+        return true;
+    return false;
+  });
+  for (Chain& f : forward) chains.push_back(std::move(f));
   std::sort(chains.begin(), chains.end(), [](const Chain& x, const Chain& y) {
     return x.time_us != y.time_us ? x.time_us > y.time_us : x.entries < y.entries;
   });

@@ -5,7 +5,9 @@
 // (docs/SELECTION.md, "Chains"). A chain's time is its ops' together; the
 // single-op targets inside it stay targets of their own. A chain whose ops ran
 // under several modules also yields each run of it that is one module's whole
-// forward, as a chain of its own.
+// forward, as a chain of its own; a module class's whole forward is a chain
+// whatever the shape of its data flow (find_forward_chains), and the runs
+// inside it are not chains of their own.
 #pragma once
 
 #include <string>
@@ -29,6 +31,20 @@ struct Chain {
   std::string module;
   bool whole_forward = false;
 };
+
+// Whether a captured entry can be an op of a chain: a kernel that could be a
+// target on `backend` (selection.h, inherent_reason), not a GEMM or convolution.
+bool chain_op_eligible(const nlohmann::json& entry, const std::string& backend);
+
+// The chains that are a module class's whole forward, whatever the shape of
+// their data flow (MinGPT's GELU reads x in two branches that meet again),
+// forward_chains.cpp. For each class in the module paths: the kernels that ran
+// under its instances, all of their calls there, each one chain-eligible, fall
+// into groups connected by data flow; each group is a chain when its ops have
+// one call count, every output but the last op's is read by ops of the group
+// alone, and every group has the same ops (one forward, several shapes).
+// The ops are in an order of their data flow.
+std::vector<Chain> find_forward_chains(const nlohmann::json& record, const std::string& backend);
 
 // The chains of a capture record ({entries, flows, produced}: rules/capture/
 // capture.cpp) for a model on `backend`, longest time first. Ops that can be

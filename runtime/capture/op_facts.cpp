@@ -350,6 +350,15 @@ Described describe(const OpInfo& op, c10::ArrayRef<const c10::IValue> inputs, bo
     ArgKind kind = i < op.arg_kinds.size() ? op.arg_kinds[i] : ArgKind::Plain;
     size_t at = d.args_json.size();
     describe_value(inputs[i], kind, d.signature, d.args_json, d.requires_grad);
+    if (inputs[i].isTensor() && inputs[i].toTensor().defined() &&
+        inputs[i].toTensor().unsafeGetTensorImpl()->is_wrapped_number()) {
+      const at::Tensor& t = inputs[i].toTensor();
+      if (!d.numbers.empty()) d.numbers += ',';
+      if (t.scalar_type() == at::kDouble) json::num(d.numbers, *t.const_data_ptr<double>());
+      else if (t.scalar_type() == at::kLong) json::num(d.numbers, *t.const_data_ptr<int64_t>());
+      else if (t.scalar_type() == at::kBool) d.numbers += *t.const_data_ptr<bool>() ? "True" : "False";
+      else d.numbers += '?';  // a complex number: not told apart
+    }
     // Insert the argument's name as the object's first key.
     if (i < op.arg_names.size() && d.args_json.size() > at && d.args_json[at] == '{') {
       std::string name = "\"name\":";

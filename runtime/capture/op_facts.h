@@ -44,6 +44,9 @@ struct Described {
   std::string signature;
   std::string args_json;
   bool requires_grad = false;
+  // The values of the Python numbers among the arguments (0-dim tensors torch
+  // wrapped them in: `x * 0.5`), "0.5" or "0.5,2"; "" when there are none.
+  std::string numbers;
 };
 
 // Appends the tensor's "dtype", "sizes", "strides" and "device" JSON fields.

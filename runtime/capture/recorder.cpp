@@ -228,19 +228,37 @@ const char* kind_name(Cls cls, const OpInfo& op) {
   }
 }
 
+// Python numbers are part of an entry's identity, up to kNumberKeys values per
+// signature: `x * 0.5` and `t * 0.044715` are two ops of MinGPT's GELU, and a
+// chain (rules/capture/chains.h) must tell them apart. A number that changes
+// every call (a schedule's step size) shares the plain signature's entry past
+// that, so a loop does not make an entry per step.
+constexpr size_t kNumberKeys = 8;
+
+std::string entry_key_locked(State& st, const Described& d) {
+  if (d.numbers.empty()) return d.signature;
+  std::string keyed = d.signature + " numbers(" + d.numbers + ")";
+  auto& keys = st.number_keys[d.signature];
+  if (keys.count(keyed)) return keyed;
+  if (keys.size() >= kNumberKeys) return d.signature;
+  keys.insert(keyed);
+  return keyed;
+}
+
 Entry* get_entry_locked(State& st, OpInfo* op, const std::string& kind, const std::string& key,
                         Described& d) {
-  auto it = st.entries.find(d.signature);
+  const std::string signature = entry_key_locked(st, d);
+  auto it = st.entries.find(signature);
   if (it != st.entries.end()) return it->second.get();
   auto e = std::make_unique<Entry>();
   e->id = st.next_entry_id++;
   e->op = op;
   e->kind = kind;
   e->dispatch_key = key;
-  e->signature = d.signature;
+  e->signature = signature;
   e->args_json = std::move(d.args_json);
   Entry* raw = e.get();
-  st.entries.emplace(d.signature, std::move(e));
+  st.entries.emplace(signature, std::move(e));
   return raw;
 }
 

@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "timer.h"
@@ -67,6 +68,8 @@ struct State {
   int64_t t_start_ns = 0;
   std::mutex mu;  // everything below
   std::unordered_map<std::string, std::unique_ptr<Entry>> entries;
+  // Per signature, the entries keyed by it and its Python numbers (recorder.cpp).
+  std::unordered_map<std::string, std::unordered_set<std::string>> number_keys;
   std::unordered_map<OpInfo*, OuterStat> outer;
   std::map<std::string, std::string> info;  // forge_capture::note()
   uint64_t next_entry_id = 1;

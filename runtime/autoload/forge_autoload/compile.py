@@ -395,16 +395,23 @@ class _ChainOpGuard:
 
 
 def _match_chain(node, entry):
-    """The chain `entry` starting at post-grad graph node `node`: (its nodes,
-    each chain input's node or Python number), or None. Each op must be the
-    chain's, on its constants; each intermediate read by the next op alone."""
+    """The chain `entry` ending at post-grad graph node `node` (its last op):
+    (its nodes, each chain input's node or Python number, the node of its
+    result), or None. Walks back from the last op through the ops' tensor
+    arguments, so a chain whose data flow branches (MinGPT's GELU) matches
+    like a straight one. Each op must be the chain's, on its constants; every
+    intermediate is read by the chain's own ops alone."""
+    import operator
+
     import torch
 
     ops = entry["chain"]["ops"]
-    nodes, inputs, cur = [], [None] * int(entry["chain"]["inputs"]), node
-    results = []  # each op's result node (a multi-output op's first getitem)
-    for j, o in enumerate(ops):
-        if cur.op != "call_function" or cur.target not in _spelled(_aten(o["op"], o.get("overload"))):
+    found = {len(ops) - 1: node}  # chain op -> its node
+    inputs = [None] * int(entry["chain"]["inputs"])
+    getitems = set()  # a multi-output op's result nodes
+    for j in range(len(ops) - 1, -1, -1):
+        cur, o = found.get(j), ops[j]
+        if cur is None or cur.op != "call_function" or cur.target not in _spelled(_aten(o["op"], o.get("overload"))):
             return None
         values = _schema_order(cur.target, cur.args, cur.kwargs)
         recs = o["args"]
@@ -424,33 +431,45 @@ def _match_chain(node, entry):
                                               (type(inputs[k]) is not type(v) or inputs[k] != v)):
                     return None
                 inputs[k] = v
-            elif int(ref.get("output", 0)) != 0 or v is not results[int(ref["op"])]:
+            else:
+                k, out = int(ref["op"]), int(ref.get("output", 0))
+                if not isinstance(v, torch.fx.Node) or k >= j:
+                    return None
+                producer = v
+                if len(_aten(ops[k]["op"], ops[k].get("overload"))._schema.returns) > 1:
+                    # A multi-output op (group norm): its result through getitem.
+                    if v.op != "call_function" or v.target is not operator.getitem or v.args[1] != out:
+                        return None
+                    producer = v.args[0]
+                    getitems.add(v)
+                elif out != 0:
+                    return None
+                if found.setdefault(k, producer) is not producer:
+                    return None
+    if len(found) != len(ops) or len(set(found.values())) != len(ops):
+        return None
+    result = node
+    if len(node.target._schema.returns) > 1:
+        firsts = [u for u in node.users if u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0]
+        if len(firsts) != 1:
+            return None
+        result = firsts[0]
+        getitems.add(result)
+    nodes = set(found.values()) | getitems
+    unread = set()  # a multi-output op's other results, which nothing reads
+    for n in nodes:
+        if n is result:
+            continue
+        for u in n.users:
+            if u in nodes:
+                continue
+            if not (u.op == "call_function" and u.target is operator.getitem and not u.users):
                 return None
-        nodes.append(cur)
-        result = cur
-        users = list(cur.users)
-        if len(cur.target._schema.returns) > 1:
-            # A multi-output op (group norm): its first result through getitem,
-            # the others read by nothing.
-            import operator
-
-            if any(u.op != "call_function" or u.target is not operator.getitem for u in users):
-                return None
-            first = [u for u in users if u.args[1] == 0]
-            if len(first) != 1 or any(u.users for u in users if u.args[1] != 0):
-                return None
-            nodes += [u for u in users if u.args[1] != 0]
-            result = first[0]
-            nodes.append(result)
-            users = list(result.users)
-        results.append(result)
-        if j + 1 < len(ops):
-            if len(users) != 1:
-                return None
-            cur = users[0]
+            unread.add(u)
+    nodes |= unread
     if any(isinstance(i, torch.fx.Node) and i in nodes for i in inputs):
         return None  # an input the chain itself computes (relu(x) * relu(x) for relu(a) * b)
-    return nodes, inputs
+    return nodes, inputs, result
 
 
 def _replace_chains(graph, routes):
@@ -460,20 +479,20 @@ def _replace_chains(graph, routes):
     import torch
 
     for entry, guard, op in routes:
-        first = _spelled(_aten(entry["chain"]["ops"][0]["op"], entry["chain"]["ops"][0].get("overload")))
+        tail = entry["chain"]["ops"][-1]
+        last_op = _spelled(_aten(tail["op"], tail.get("overload")))
         for node in list(graph.nodes):
-            if node.graph is not graph or node.op != "call_function" or node.target not in first:
+            if node.graph is not graph or node.op != "call_function" or node.target not in last_op:
                 continue
             m = _match_chain(node, entry)
             if m is None:
                 continue
-            nodes, inputs = m
+            nodes, inputs, last = m
             dtypes = [getattr(torch, a.get("dtype", "float32")) for a in entry["args"]]
             described = [i.meta.get("val") if isinstance(i, torch.fx.Node) else torch.tensor(i, dtype=d)
                          for i, d in zip(inputs, dtypes)]
             if any(d is None for d in described) or not _inside(guard, described):
                 continue
-            last = nodes[-1]
             fake = last.meta.get("val")
             with graph.inserting_before(last):
                 args = []
@@ -493,7 +512,8 @@ def _replace_chains(graph, routes):
                 if k in last.meta:
                     new.meta[k] = last.meta[k]
             last.replace_all_uses_with(new)
-            for n in reversed(nodes):
+            # Users first: the graph's order, backwards.
+            for n in reversed([n for n in graph.nodes if n in nodes]):
                 graph.erase_node(n)
 
 

@@ -201,6 +201,41 @@ def _number_of(rec, v):
     return (isinstance(v, float) and rec.get("dtype") == "float64") or (isinstance(v, int) and rec.get("dtype") == "int64")
 
 
+def _call_order(torch, calls, ops):
+    """The chain op each recorded call is, in call order, or None. The chain
+    lists its ops in one order of their data flow; a forward whose flow
+    branches (MinGPT's GELU) may run them in another. Each call takes the first
+    op left of its name and constants whose op inputs are calls already made."""
+    order, done = [], {}  # done: chain op -> its call's result
+    for func, a, kw, out in calls:
+        values = _schema_values(func, a, kw)
+        pick = None
+        for j, op in enumerate(ops):
+            if j in done or func._schema.name != op["op"] or func._schema.overload_name != (op.get("overload") or ""):
+                continue
+            recs = op.get("args", [])
+            if values is None or len(values) != len(recs):
+                continue
+            fits = True
+            for v, rec in zip(values, recs):
+                ref = rec.get("ref") if isinstance(rec, dict) else None
+                if ref is None:
+                    fits = same_constant(torch, v, rec)
+                elif "op" in ref:
+                    src = done.get(int(ref["op"]))
+                    fits = src is not None and int(ref.get("output", 0)) < len(src) and v is src[int(ref.get("output", 0))]
+                if not fits:
+                    break
+            if fits:
+                pick = j
+                break
+        if pick is None:
+            return None
+        done[pick] = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        order.append(pick)
+    return order
+
+
 def _plan(torch, entry, mod, args, kwargs, calls, result):
     """The sources of the chain op's inputs, from one recorded forward: each
     ("arg", i), ("kwarg", name), ("param", name), ("buffer", name) (dotted
@@ -224,10 +259,12 @@ def _plan(torch, entry, mod, args, kwargs, calls, result):
     for n, t in mod.named_buffers():
         known.setdefault(id(t), ("buffer", n))
     sources = [None] * int(chain["inputs"])
-    outs = []
-    for j, ((func, a, kw, out), op) in enumerate(zip(calls, ops)):
-        if func._schema.name != op["op"] or func._schema.overload_name != (op.get("overload") or ""):
-            return None, "its forward's op %d is %s" % (j, names[j])
+    order = _call_order(torch, calls, ops)
+    if order is None:
+        return None, "its forward's ops %s are not the chain's" % names
+    outs = {}  # chain op -> its results
+    for (func, a, kw, out), j in zip(calls, order):
+        op = ops[j]
         values = _schema_values(func, a, kw)
         recs = op.get("args", [])
         if values is None or len(values) != len(recs):
@@ -255,11 +292,11 @@ def _plan(torch, entry, mod, args, kwargs, calls, result):
                 sources[k] = src
             elif v is not outs[int(ref["op"])][int(ref["output"])]:
                 return None, "op %d does not read op %s's result" % (j, ref["op"])
-        outs.append(tuple(out) if isinstance(out, (tuple, list)) else (out,))
+        outs[j] = tuple(out) if isinstance(out, (tuple, list)) else (out,)
     if any(s is None for s in sources):
         return None, "a chain input is read by no op"
     n = int(chain["outputs"])
-    last = outs[-1][:n]
+    last = outs[len(ops) - 1][:n]
     if n == 1 and result is not last[0]:
         return None, "its forward does not return the last op's result"
     if n > 1 and not (isinstance(result, tuple) and len(result) == n and all(r is l for r, l in zip(result, last))):

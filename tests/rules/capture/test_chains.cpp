@@ -2,6 +2,8 @@
 // synthetic capture records: no torch.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "rules/capture/chain_target.h"
 #include "rules/capture/chains.h"
 
@@ -239,6 +241,96 @@ TEST_CASE("a chain through a module's submodules is that module's whole forward 
   rec["entries"][2]["module"] = "m.Net/m.Block/nn.GroupNorm";
   rec["entries"][2]["modules"] = {{"m.Net/m.Block/nn.GroupNorm", 2}};
   CHECK_FALSE(find_chains(rec, "cpu")[0].whole_forward);
+}
+
+namespace {
+
+// MinGPT's GELU, 0.5 * x * (1 + tanh(c * (x + 0.044715 * x^3))), as a module's
+// forward: x is read by three ops, and two branches meet in the last mul.
+json mingpt_gelu(const char* path) {
+  json two = tensor();
+  json rec = {{"entries",
+               {entry("mul.Tensor", 2, 1), entry("pow.Tensor_Scalar", 2, 1), entry("mul.Tensor", 2, 1),
+                entry("add.Tensor", 2, 1), entry("mul.Tensor", 2, 1), entry("tanh", 2, 1), entry("add.Tensor", 2, 1),
+                entry("mul.Tensor", 2, 1)}},
+              {"flows",
+               {flow(1, 2, 2), flow(2, 3, 2, 0, 1), flow(3, 4, 2), flow(4, 5, 2), flow(5, 6, 2), flow(6, 7, 2, 0, 1),
+                flow(0, 7, 2)}},
+              {"produced", json::array()}};
+  for (int i = 0; i < 8; ++i) {
+    rec["produced"].push_back(produced(i, 2));
+    rec["entries"][i]["signature"] = "op" + std::to_string(i);  // one entry per call site
+    rec["entries"][i]["module"] = path;
+    rec["entries"][i]["modules"] = {{path, 2}};
+  }
+  for (int i : {0, 3, 7}) rec["entries"][i]["args"] = {tensor(), tensor()};
+  return rec;
+}
+
+}  // namespace
+
+TEST_CASE("a module's whole forward is one chain whatever the shape of its data flow") {
+  json rec = mingpt_gelu("kb.Model");
+  auto chains = find_chains(rec, "cpu");
+  REQUIRE(chains.size() == 1);  // the run pow -> ... -> add inside it is no chain of its own
+  CHECK(chains[0].entries.size() == 8);
+  CHECK(chains[0].entries.back() == 7);  // the last op is the one whose output leaves
+  CHECK(chains[0].module == "kb.Model");
+  CHECK(chains[0].whole_forward);
+  CHECK(chains[0].calls == 2);
+  // Every op comes after the ops it reads.
+  for (size_t j = 0; j < chains[0].entries.size(); ++j)
+    for (const auto& f : rec["flows"])
+      if (f["to"] == chains[0].entries[j])
+        CHECK(std::find(chains[0].entries.begin(), chains[0].entries.begin() + static_cast<long>(j),
+                        f["from"].get<int>()) != chains[0].entries.begin() + static_cast<long>(j));
+  std::string why;
+  auto t = chain_target("m", rec, chains[0], &why);
+  REQUIRE_MESSAGE(t, why);
+  CHECK(t->chain["ops"].size() == 8);
+}
+
+TEST_CASE("a forward chain: instances of one class under several paths are one class") {
+  json rec = mingpt_gelu("m.Net/m.Layer/m.Gelu");
+  for (int i = 0; i < 8; ++i) rec["entries"][i]["modules"] = {{"m.Net/m.Layer/m.Gelu", 1}, {"m.Net/m.Gelu", 1}};
+  auto chains = find_chains(rec, "cpu");
+  REQUIRE(chains.size() == 1);
+  CHECK(chains[0].module == "m.Net/m.Layer/m.Gelu");
+  CHECK(chains[0].whole_forward);
+}
+
+TEST_CASE("no forward chain where an intermediate escapes, an op is no kernel, or the forward differs by shape") {
+  SUBCASE("an intermediate also read outside the module") {
+    json rec = mingpt_gelu("kb.Model");
+    rec["entries"].push_back(entry("exp", 2, 1));
+    rec["flows"].push_back(flow(5, 8, 2));  // tanh's output read by exp, outside
+    for (const auto& c : find_chains(rec, "cpu")) CHECK(c.entries.size() < 8);
+  }
+  SUBCASE("an op of the forward that can be no chain op (a composite cast)") {
+    json rec = mingpt_gelu("kb.Model");
+    rec["entries"][5]["kind"] = "composite";
+    for (const auto& c : find_chains(rec, "cpu")) CHECK_FALSE(c.whole_forward);
+  }
+  SUBCASE("an op of the forward also called outside it") {
+    json rec = mingpt_gelu("kb.Model");
+    rec["entries"][0]["modules"] = {{"kb.Model", 2}, {"", 2}};
+    rec["entries"][0]["calls"] = 4;
+    for (const auto& c : find_chains(rec, "cpu")) CHECK_FALSE(c.whole_forward);
+  }
+  SUBCASE("a second group of other ops under the class") {
+    json rec = mingpt_gelu("kb.Model");
+    rec["entries"].push_back(entry("exp", 2, 1));
+    rec["entries"].push_back(entry("neg", 2, 1));
+    rec["flows"].push_back(flow(8, 9, 2));
+    rec["produced"].push_back(produced(8, 2));
+    for (int i : {8, 9}) rec["entries"][i]["modules"] = {{"kb.Model", 2}};
+    for (const auto& c : find_chains(rec, "cpu")) CHECK_FALSE(c.whole_forward);
+  }
+  SUBCASE("a cycle through entries that signature-sharing calls made one") {
+    json rec = mingpt_gelu("kb.Model");
+    rec["flows"].push_back(flow(7, 1, 2));
+    for (const auto& c : find_chains(rec, "cpu")) CHECK(c.entries.size() < 8);
+  }
 }
 
 TEST_CASE("a record without data flow (an older capture) has no chains") {

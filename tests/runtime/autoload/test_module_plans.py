@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "ru
 from forge_autoload import modules  # noqa: E402
 
 lib = torch.library.Library("forge_chain", "DEF")
-calls = {"add_relu": 0, "add_relu_mul": 0, "relu_then": 0, "scale": 0}
+calls = {"add_relu": 0, "add_relu_mul": 0, "relu_then": 0, "scale": 0, "branches": 0}
 
 
 def define(name, schema, fn):
@@ -32,6 +32,7 @@ define("add_relu", "(Tensor a, Tensor b) -> Tensor", lambda a, b: torch.relu(a +
 define("add_relu_mul", "(Tensor x, Tensor a) -> Tensor", lambda x, a: torch.relu(x + a) * a)
 define("relu_then", "(Tensor x) -> Tensor", lambda x: torch.sigmoid(torch.relu(x)))
 define("scale", "(Tensor x, Tensor k) -> Tensor", lambda x, k: torch.sigmoid(x) * k)
+define("branches", "(Tensor x) -> Tensor", lambda x: torch.exp(x) * torch.tanh(x))
 
 
 def inp(k):
@@ -83,6 +84,16 @@ class Scale(torch.nn.Module):
         return torch.sigmoid(x) * self.k
 
 
+class Branches(torch.nn.Module):  # two branches that meet: the chain lists tanh first, the forward runs exp first
+    def forward(self, x):
+        return torch.exp(x) * torch.tanh(x)
+
+
+class BranchesSwapped(torch.nn.Module):  # the same ops, the product's operands the other way round
+    def forward(self, x):
+        return torch.tanh(x) * torch.exp(x)
+
+
 modules._patch(AddRelu, [entry("add_relu", [T, T], [add, relu])])
 modules._patch(AddReluMul, [entry("add_relu_mul", [T, T], [
     add, relu, {"op": "aten::mul", "overload": "Tensor", "args": [out(1), inp(1)]}])])
@@ -92,6 +103,12 @@ modules._patch(ReluThen, [entry("relu_then", [T], [
 modules._patch(Scale, [entry("scale", [T, {"dtype": "int64", "sizes": []}], [
     {"op": "aten::sigmoid", "overload": "", "args": [inp(0)]},
     {"op": "aten::mul", "overload": "Tensor", "args": [out(0), inp(1)]}])])
+
+branches = [{"op": "aten::tanh", "overload": "", "args": [inp(0)]},
+            {"op": "aten::exp", "overload": "", "args": [inp(0)]},
+            {"op": "aten::mul", "overload": "Tensor", "args": [out(1), out(0)]}]
+modules._patch(Branches, [entry("branches", [T], branches)])
+modules._patch(BranchesSwapped, [entry("branches", [T], branches)])
 
 failures = []
 
@@ -129,6 +146,15 @@ with torch.no_grad():
     h = Scale(0.5)
     h(x)
     check("a float where an int was captured", h(x), torch.sigmoid(x) * 0.5, fused=False, name="scale")
+
+    r = Branches()
+    r(x)
+    check("a forward that runs the chain's ops in another order of their data flow", r(y),
+          torch.exp(y) * torch.tanh(y), fused=True, name="branches")
+    calls["branches"] = 0
+    w = BranchesSwapped()
+    w(x)
+    check("the same ops, another data flow", w(y), torch.tanh(y) * torch.exp(y), fused=False, name="branches")
 
 print("\n".join(failures) or "ok")
 sys.exit(1 if failures else 0)

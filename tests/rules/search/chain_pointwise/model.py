@@ -1,6 +1,7 @@
 # Chains for the library's fused kernels (tests/rules/search/test_chain_search_torch.cpp):
-# Swish (sigmoid, mul), MinGPT's GELU spelled out (pow, mul, add, mul, tanh,
-# add, then a mul by 0.5 * x computed beside the chain), and a GroupNorm
+# Swish (sigmoid, mul), MinGPT's GELU spelled out in a function (pow, mul,
+# add, mul, tanh, add, then a mul by 0.5 * x computed beside the chain: no
+# module's forward, so only the straight run is a chain), and a GroupNorm
 # followed by SiLU, which no pointwise kernel fuses. Each on its own shape, so
 # no op's calls are shared between chains.
 import math
