@@ -55,9 +55,12 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
     for (const auto& smp : entries.at(static_cast<size_t>(chain.entries[static_cast<size_t>(j)])).value("samples", json::array())) {
       const json s = sample_entries(smp);
       const json v = static_cast<size_t>(i) < s.size() ? s[static_cast<size_t>(i)] : json();
-      // A partial sample's digest covers its leading part only (docs/CAPTURE.md, "Samples").
-      if (!v.is_object() || !v.contains("digest") || v.contains("stored_numel")) return json::array();
-      out.push_back(v["digest"]);
+      // A partial sample's digest covers its leading part only (docs/CAPTURE.md,
+      // "Samples"): two reads agree there and in their metadata. That merges them
+      // for verification; the routes that call the chain's op check at run time
+      // that both reads are one tensor (runtime/autoload/forge_autoload).
+      if (!v.is_object() || !v.contains("digest")) return json::array();
+      out.push_back({v["digest"], v.value("stored_numel", json())});
     }
     return out;
   };

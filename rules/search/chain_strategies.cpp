@@ -29,7 +29,8 @@ const std::map<std::string, TableOp>& table() {
       {"hardswish", {"PW_hardswish", false}}, {"mish", {"PW_mish", false}},
       {"clamp", {"PW_clamp", false}},       {"pow.Tensor_Scalar", {"PW_pow", false}},
       {"abs", {"PW_abs", false}},           {"neg", {"PW_neg", false}},
-      {"exp", {"PW_exp", false}},           {"add.Tensor", {"PW_add", true}},
+      {"exp", {"PW_exp", false}},           {"sqrt", {"PW_sqrt", false}},
+      {"rsqrt", {"PW_rsqrt", false}},       {"add.Tensor", {"PW_add", true}},
       {"sub.Tensor", {"PW_sub", true}},     {"mul.Tensor", {"PW_mul", true}},
       {"div.Tensor", {"PW_div", true}},
   };
@@ -104,15 +105,22 @@ std::string sizes_check(size_t k, const char* list, const std::vector<int64_t>& 
 // outside the pointwise table, an out= or in-place one, a scalar the table
 // cannot take. `epilogue`: every operand is an earlier op's result (the
 // template's own output is t0), none a chain input.
-std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::string* why) {
+// `stop`: the ops before it only; `given`: that op's line is `tJ = r`, a value
+// the template computed (a reduction's).
+std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::string* why, size_t stop = SIZE_MAX,
+                           size_t given = SIZE_MAX) {
   std::string body;
-  for (size_t j = first; j < ops.size(); ++j) {
+  for (size_t j = first; j < ops.size() && j < stop; ++j) {
     const json& op = ops[j];
     std::string name = op.value("op", "");
     if (name.rfind("aten::", 0) == 0) name = name.substr(6);
     const std::string overload = op.value("overload", "");
     const std::string full = name + (overload.empty() ? "" : "." + overload);
     const std::string where = "op " + std::to_string(j) + " (" + full + ")";
+    if (j == given) {
+      body += "  const V t" + std::to_string(j) + " = r;  // " + full + ", computed by the template\n";
+      continue;
+    }
     if (!name.empty() && name.back() == '_') return *why = where + " is in place", "";
     if (overload == "out" || (overload.size() > 4 && overload.compare(overload.size() - 4, 4, "_out") == 0))
       return *why = where + " writes into an out= buffer, which the chain takes as an input it changes", "";
@@ -173,19 +181,16 @@ std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::st
 
 }  // namespace
 
-std::string chain_definition(const Target& t, std::string* why) {
-  if (!t.chain.is_object()) return *why = "not a chain", "";
-  const json ops = t.chain.value("ops", json::array());
-  if (ops.empty()) return *why = "not a chain", "";
-  if (t.outputs.size() != 1 || !is_tensor(t.outputs[0])) return *why = "the chain returns more than one tensor", "";
+namespace {
+
+// The chain's inputs for a template of the output's shape: CHAIN_INPUT_LIST's
+// entries (how each input is read at output element j) and the checks of every
+// tensor's exact sizes; false with *why for an input no template reads.
+bool chain_inputs(const Target& t, std::string* list, std::string* shapes, std::string* why) {
   const json& out = t.outputs[0];
-  const std::string out_dtype = out.value("dtype", "");
-  if (!storage(out_dtype)) return *why = "its output is " + out_dtype + " (the fused kernels write float32, bfloat16, float16)", "";
-  if (!contiguous(out)) return *why = "its output is not contiguous", "";
   const std::vector<int64_t> out_sizes = sizes_of(out);
   const int64_t numel = product(out_sizes);
-
-  std::string list, text, shapes = sizes_check(0, "outputs", out_sizes);
+  *shapes = sizes_check(0, "outputs", out_sizes);
   for (size_t k = 0; k < t.args.size(); ++k) {
     const json& a = t.args[k];
     const std::string dtype = a.value("dtype", "");
@@ -196,53 +201,150 @@ std::string chain_definition(const Target& t, std::string* why) {
       entry = std::string(" X(") + std::to_string(k) + ", " + type + ", " + dt + ", " + mode + ", " +
               std::to_string(inner) + ", " + std::to_string(n) + ")";
     };
-    if (!is_tensor(a)) return *why = where + " is not a tensor", "";
+    if (!is_tensor(a)) return *why = where + " is not a tensor", false;
     if ((dtype == "float64" || dtype == "int64") && product(sizes) == 1 && a.value("device", "cpu") == "cpu") {
       // A Python number (x * 0.5, x / 2), read on the host.
       add("CHAIN_F32", dtype == "float64" ? "FORGE_FLOAT64" : "FORGE_INT64", "CHAIN_VALUE", 1, 1);
     } else if (!storage(dtype)) {
-      return *why = where + " is " + dtype + " (the fused kernels read float32, bfloat16, float16)", "";
+      return *why = where + " is " + dtype + " (the fused kernels read float32, bfloat16, float16)", false;
     } else if (!contiguous(a)) {
-      return *why = where + " is not contiguous", "";
+      return *why = where + " is not contiguous", false;
     } else if (sizes == out_sizes) {
       add(storage(dtype), abi_dtype(dtype), "CHAIN_FULL", 1, numel);
     } else {
       // Broadcast: sizes align from the right; the dims where the input is not
       // 1 must be one span [lo, hi) of the output's, where it matches them.
-      if (sizes.size() > out_sizes.size()) return *why = where + " has more dims than the output", "";
+      if (sizes.size() > out_sizes.size()) return *why = where + " has more dims than the output", false;
       const size_t off = out_sizes.size() - sizes.size();
       size_t lo = out_sizes.size(), hi = 0;
       for (size_t d = 0; d < sizes.size(); ++d) {
         if (sizes[d] == 1) continue;
-        if (sizes[d] != out_sizes[off + d]) return *why = where + " does not broadcast to the output", "";
+        if (sizes[d] != out_sizes[off + d]) return *why = where + " does not broadcast to the output", false;
         lo = std::min(lo, off + d);
         hi = off + d + 1;
       }
       if (lo > hi) lo = hi = out_sizes.size();  // one element
       for (size_t d = lo; d < hi; ++d)
         if (out_sizes[d] != 1 && (d < off || sizes[d - off] == 1))
-          return *why = where + " broadcasts along dims that are not adjacent", "";
+          return *why = where + " broadcasts along dims that are not adjacent", false;
       add(storage(dtype), abi_dtype(dtype), "CHAIN_BCAST", product(out_sizes, hi), product(out_sizes, lo, hi));
     }
-    list += entry;
-    if (a.value("dtype", "") != "float64" && a.value("dtype", "") != "int64") shapes += sizes_check(k, "inputs", sizes);
+    *list += entry;
+    if (dtype != "float64" && dtype != "int64") *shapes += sizes_check(k, "inputs", sizes);
   }
+  return true;
+}
 
+// The definition's common part: the inputs, the output, its size.
+std::string chain_header(const Target& t, const std::string& list) {
+  const std::string out_dtype = t.outputs[0].value("dtype", "");
+  return "#define CHAIN_INPUTS " + std::to_string(t.args.size()) + "\n" +  //
+         "#define CHAIN_Y " + storage(out_dtype) + "\n" +                   //
+         "#define CHAIN_Y_DTYPE " + abi_dtype(out_dtype) + "\n" +           //
+         "constexpr int64_t kChainNumel = " + std::to_string(product(sizes_of(t.outputs[0]))) + ";\n" +
+         "// X(input, storage type, forge dtype, CHAIN_FULL | CHAIN_BCAST | CHAIN_VALUE, inner, n)\n" +
+         "#define CHAIN_INPUT_LIST(X)" + list + "\n";
+}
+
+std::string shapes_function(const std::string& shapes) {
+  return "// The sizes generated for (chain_checks.h checks numel, dtype and layout):\n"
+         "// another shape of as many elements would index the broadcasts wrongly.\n"
+         "inline bool chain_shapes_ok(const forge_call* call) {\n" + shapes + "  return true;\n}\n";
+}
+
+// The one output a fused template writes, or "" with *why.
+bool output_ok(const Target& t, std::string* why) {
+  if (t.outputs.size() != 1 || !is_tensor(t.outputs[0])) return *why = "the chain returns more than one tensor", false;
+  const std::string out_dtype = t.outputs[0].value("dtype", "");
+  if (!storage(out_dtype)) return *why = "its output is " + out_dtype + " (the fused kernels write float32, bfloat16, float16)", false;
+  if (!contiguous(t.outputs[0])) return *why = "its output is not contiguous", false;
+  return true;
+}
+
+}  // namespace
+
+std::string chain_definition(const Target& t, std::string* why) {
+  if (!t.chain.is_object()) return *why = "not a chain", "";
+  const json ops = t.chain.value("ops", json::array());
+  if (ops.empty()) return *why = "not a chain", "";
+  std::string list, shapes, text;
+  if (!output_ok(t, why) || !chain_inputs(t, &list, &shapes, why)) return "";
   std::string body = pointwise_body(ops, 0, /*epilogue=*/false, why);
   if (body.empty()) return "";
   text += "// The chain, generated by forge from the target (rules/search/chain_strategies.cpp).\n";
-  text += "#define CHAIN_INPUTS " + std::to_string(t.args.size()) + "\n";
-  text += std::string("#define CHAIN_Y ") + storage(out_dtype) + "\n";
-  text += std::string("#define CHAIN_Y_DTYPE ") + abi_dtype(out_dtype) + "\n";
-  text += "constexpr int64_t kChainNumel = " + std::to_string(numel) + ";\n";
-  text += "// X(input, storage type, forge dtype, CHAIN_FULL | CHAIN_BCAST | CHAIN_VALUE, inner, n)\n";
-  text += "#define CHAIN_INPUT_LIST(X)" + list + "\n";
+  text += chain_header(t, list);
   text += "template <class V>\nPW_FN V chain_body(const V* in) {\n" + body + "  return t" +
           std::to_string(ops.size() - 1) + ";\n}\n";
-  text += "// The sizes generated for (chain_checks.h checks numel, dtype and layout):\n"
-          "// another shape of as many elements would index the broadcasts wrongly.\n"
-          "inline bool chain_shapes_ok(const forge_call* call) {\n" + shapes + "  return true;\n}\n";
-  return text;
+  return text + shapes_function(shapes);
+}
+
+std::string reduce_definition(const Target& t, std::string* why) {
+  const json ops = t.chain.is_object() ? t.chain.value("ops", json::array()) : json::array();
+  // The reductions a template computes: sum, mean, the 2-norm, the max, over one dim.
+  size_t at = SIZE_MAX;
+  std::string kind;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    const std::string op = ops[j].value("op", "") + "." + ops[j].value("overload", "");
+    const std::string k = op == "aten::sum.dim_IntList"         ? "sum"
+                          : op == "aten::mean.dim"              ? "mean"
+                          : op == "aten::linalg_vector_norm."   ? "norm"
+                          : op == "aten::norm.ScalarOpt_dim"    ? "norm"
+                          : op == "aten::amax."                 ? "max"
+                                                                : "";
+    if (k.empty()) continue;
+    if (at != SIZE_MAX) return *why = "two reductions", "";
+    at = j, kind = k;
+  }
+  if (at == SIZE_MAX) return *why = "no reduction", "";
+  const std::string where = "op " + std::to_string(at) + " (" + ops[at].value("op", "").substr(6) + ")";
+  if (!output_ok(t, why)) return "";
+  const std::vector<int64_t> out_sizes = sizes_of(t.outputs[0]);
+  const json args = ops[at].value("args", json::array());
+  // (self, dim, keepdim, dtype) for sum and mean, (self, dim, keepdim) for
+  // amax; (self, ord|p, dim, keepdim, dtype) for the norms.
+  const bool norm = kind == "norm";
+  const size_t dim_at = norm ? 2 : 1;
+  if (args.size() <= dim_at + 1 || !is_tensor(args[0])) return *why = where + ": not dim and keepdim given", "";
+  if (norm && args[1].value("type", "") != "None" && scalar_arg(args, 1, 2.0) != 2.0)
+    return *why = where + ": not the 2-norm", "";
+  for (size_t i = dim_at + 2; i < args.size(); ++i)
+    if (args[i].value("type", "") != "None") return *why = where + ": a dtype", "";
+  if (scalar_arg(args, dim_at + 1, std::nullopt) != 1.0) return *why = where + ": keepdim is not True", "";
+  const json dims = args[dim_at].value("value", json());
+  if (!dims.is_array() || dims.size() != 1) return *why = where + ": not over one dim", "";
+  int64_t d = dims[0].is_object() ? dims[0].value("value", int64_t{0}) : dims[0].get<int64_t>();
+  const int64_t rank = static_cast<int64_t>(out_sizes.size());
+  if (d < 0) d += rank;
+  if (d < 0 || d >= rank || sizes_of(args[0]) != out_sizes)
+    return *why = where + " does not reduce a tensor of the output's shape", "";
+  const json ref = args[0].value("ref", json::object());
+  if (!ref.is_object() || (!ref.contains("input") && !ref.contains("op"))) return *why = where + " reads no chain tensor", "";
+  if (ref.value("output", 0) != 0) return *why = where + " reduces an op's second output", "";
+  const std::string operand = ref.contains("input") ? "in[" + std::to_string(ref.value("input", 0)) + "]"
+                                                    : "t" + std::to_string(ref.value("op", 0));
+  std::string list, shapes;
+  if (!chain_inputs(t, &list, &shapes, why)) return "";
+  std::string pre_why;
+  const std::string pre = pointwise_body(ops, 0, false, &pre_why, at);
+  if (!pre_why.empty()) return *why = pre_why, "";
+  const std::string out = pointwise_body(ops, 0, false, why, SIZE_MAX, at);
+  if (out.empty()) return "";
+  const size_t ud = static_cast<size_t>(d);
+  std::string text = "// The chain, generated by forge from the target (rules/search/chain_strategies.cpp):\n"
+                     "// a reduction over one dim inside pointwise ops.\n";
+  text += chain_header(t, list);
+  text += "#define CHAIN_RED_MAX_KIND " + std::string(kind == "max" ? "1" : "0") + "  // else a sum\n";
+  text += "constexpr int64_t kRedOuter = " + std::to_string(product(out_sizes, 0, ud)) +
+          ", kRedN = " + std::to_string(out_sizes[ud]) + ", kRedInner = " + std::to_string(product(out_sizes, ud + 1)) + ";\n";
+  text += "// What is reduced at element j (the template reduces it over kRedN).\n";
+  text += "template <class V>\nPW_FN V chain_pre(const V* in) {\n" + pre + "  const V v = " + operand + ";\n  return " +
+          (norm ? "v * v" : "v") + ";\n}\n";
+  text += "template <class V>\nPW_FN V chain_finish(V acc) {\n  return " +
+          std::string(kind == "mean" ? "acc / pw_k(static_cast<float>(kRedN))" : norm ? "pw_sqrt(acc)" : "acc") + ";\n}\n";
+  text += "// Every op at element j, the reduction's result r given.\n";
+  text += "template <class V>\nPW_FN V chain_out(const V* in, V r) {\n" + out + "  return t" +
+          std::to_string(ops.size() - 1) + ";\n}\n";
+  return text + shapes_function(shapes);
 }
 
 std::string head_definition(const Target& t, std::string* why) {
@@ -297,7 +399,10 @@ std::string rms_definition(const Target& t, int64_t* row, std::string* why) {
                      is_op(ops[5], "mul", "Tensor");
   if (!shape) return *why = "not an RMSNorm spelled as ops (pow, mean, add, rsqrt, mul, mul)", "";
   auto args = [&](size_t j) { return ops[j].value("args", json::array()); };
-  const json x = t.args.size() == 3 ? t.args[0] : json();
+  if (t.args.size() != 3)
+    return *why = "its ops are an RMSNorm's, but on " + std::to_string(t.args.size()) +
+                  " inputs, not x (read twice), eps and a weight", "";
+  const json& x = t.args[0];
   const std::vector<int64_t> xs = sizes_of(x);
   if (xs.empty() || !storage(x.value("dtype", "")) || !contiguous(x))
     return *why = "its input is not a contiguous float32, bfloat16 or float16 tensor", "";
@@ -380,11 +485,15 @@ ChainStrategies chain_strategies(const Target& t) {
     if (out.strategies.empty()) out.why = "the rms_norm family has no template with a FORGE_CHAIN line";
     return out;
   }
-  const std::string definition = chain_definition(t, &out.why);
+  std::string reduce_why;
+  const std::string reduced = reduce_definition(t, &reduce_why);
+  const std::string definition = reduced.empty() ? chain_definition(t, &out.why) : reduced;
   if (definition.empty()) {
-    // A group norm head or an RMSNorm that could not be generated says why, not the pointwise reason.
+    // A group norm head, an RMSNorm or a reduction that could not be generated
+    // says why, not the pointwise reason.
     if (head_why != "no norm heads it") out.why = head_why;
     else if (rms_why.rfind("not an RMSNorm", 0) != 0) out.why = rms_why;
+    else if (reduce_why != "no reduction") out.why = reduce_why;
     return out;
   }
   const fs::path dir = default_targets_dir() / "chain";
@@ -394,15 +503,18 @@ ChainStrategies chain_strategies(const Target& t) {
     const char* file;
     json params;
   };
-  const Spec specs[] = {{"cpu", "cpu_fused_pointwise.cpp", json{{"ISA", {0, 2, 3}}, {"UNROLL", {2, 1, 4}}}},
-                        {"cuda", "cuda_fused_pointwise.cu", json{{"BLOCK", {256, 128, 512}}, {"VEC", {4, 8, 2, 1}}}}};
-  for (const auto& spec : specs) {
+  const Spec pointwise[] = {{"cpu", "cpu_fused_pointwise.cpp", json{{"ISA", {0, 2, 3}}, {"UNROLL", {2, 1, 4}}}},
+                            {"cuda", "cuda_fused_pointwise.cu", json{{"BLOCK", {256, 128, 512}}, {"VEC", {4, 8, 2, 1}}}}};
+  const Spec reduction[] = {{"cpu", "cpu_reduce_pointwise.cpp", json{{"ISA", {0, 2, 3}}}},
+                            {"cuda", "cuda_reduce_pointwise.cu", json{{"BLOCK", {512, 256, 1024}}}}};
+  for (const auto& spec : reduced.empty() ? pointwise : reduction) {
     Strategy s;
-    s.name = "fused_pointwise";
+    s.name = reduced.empty() ? "fused_pointwise" : "reduce_pointwise";
     s.backend = spec.backend;
     s.source = dir / spec.file;
     s.params = spec.params;
-    s.note = "the chain's ops in one pass, generated from its definition";
+    s.note = reduced.empty() ? "the chain's ops in one pass, generated from its definition"
+                             : "the chain's reduction and its pointwise ops in one kernel, generated from its definition";
     s.text = load_template(s.source);
     const size_t at = s.text.find(marker);
     if (at == std::string::npos) throw std::runtime_error(s.source.string() + " has no FORGE_CHAIN line");

@@ -2,7 +2,9 @@
 // rules/capture/chain_target.h): a group norm followed by pointwise ops runs
 // in the group_norm family's templates with the rest as their epilogue
 // (head_definition), an RMSNorm spelled as ops in the rms_norm family's
-// (rms_definition); when every op of the chain is one the
+// (rms_definition); one reduction over one dim (sum, mean, 2-norm, amax,
+// keepdim) among pointwise ops in targets/chain/'s reduce_pointwise templates
+// (reduce_definition); when every op of the chain is one the
 // pointwise table computes (targets/_common/pointwise_ops.h: relu ... exp,
 // add/sub/mul/div.Tensor), a fused pass generated from the chain's definition
 // into targets/chain/'s templates, for the CPU and for CUDA. The generated
@@ -44,5 +46,14 @@ std::string head_definition(const Target& t, std::string* why);
 // compute it (FORGE_CHAIN_RMS, the row as CHAIN_RMS_N), *row the row's length;
 // or "" with *why.
 std::string rms_definition(const Target& t, int64_t* row, std::string* why);
+
+// One reduction (sum.dim_IntList, mean.dim, linalg_vector_norm or
+// norm.ScalarOpt_dim of order 2, amax) over one dim of a tensor of the
+// output's shape, keepdim, no dtype, every other op the pointwise table's
+// (x / mean(|x|, 1), x / sqrt(mean(x^2, 1) + eps)): the text that makes a
+// reduce_pointwise template compute it (chain_pre, chain_finish, chain_out,
+// the output as [kRedOuter, kRedN, kRedInner]), or "" with *why ("no
+// reduction" when the chain has none).
+std::string reduce_definition(const Target& t, std::string* why);
 
 }  // namespace forge

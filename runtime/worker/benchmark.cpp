@@ -96,8 +96,10 @@ std::optional<Failure> benchmark(Judge& j, const CasePlan& plan, const json& req
   Case first = make_case(j.spec, plan, j.samples, j.samples_dir, j.family, /*guarded=*/false);
   std::vector<at::Tensor> shape_ref = call_stock(j.spec, first.args, true);
   std::vector<Content> content(first.buffers.size());
+  // An argument the family keeps (verify.keep_args: a chain's eps) keeps its value in timed calls too.
   for (size_t i = 0; i < first.buffers.size(); ++i)
-    if (first.buffers[i].t.defined() && !has_broadcast(first.buffers[i].t))
+    if (first.buffers[i].t.defined() && !has_broadcast(first.buffers[i].t) &&
+        std::find(j.family.keep_args.begin(), j.family.keep_args.end(), static_cast<int>(i)) == j.family.keep_args.end())
       content[i] = content_for(first.buffers[i].t, plan, plan.seed + 77 * i + 1);
 
   // The timed buffers are laid out as verified ones: guarded, in the arena.

@@ -39,6 +39,8 @@
 #define PW_abs 15
 #define PW_neg 16
 #define PW_exp 17
+#define PW_sqrt 18
+#define PW_rsqrt 19
 #define PW_add 101
 #define PW_sub 102
 #define PW_mul 103
@@ -49,7 +51,7 @@
 #define FORGE_P_OP relu
 #endif
 #define PW_OP FORGE_OP_CODE(PW_)
-#if PW_OP < 1 || (PW_OP > PW_exp && PW_OP < PW_add) || PW_OP > PW_div
+#if PW_OP < 1 || (PW_OP > PW_rsqrt && PW_OP < PW_add) || PW_OP > PW_div
 #error "FORGE_P_OP: not an op of the pointwise table (targets/_common/pointwise_ops.h)"
 #endif
 #define PW_BINARY (PW_OP >= PW_add)
@@ -178,6 +180,10 @@ template <int OP, class V> PW_FN V pw_op_unary(V x, const PwScalars& s) {
     return -x;
   } else if constexpr (OP == PW_exp) {
     return pw_exp(x);
+  } else if constexpr (OP == PW_sqrt) {
+    return pw_sqrt(x);
+  } else if constexpr (OP == PW_rsqrt) {
+    return pw_k(1.0f) / pw_sqrt(x);
   } else {
     return x;  // a binary op: pw_op_binary
   }

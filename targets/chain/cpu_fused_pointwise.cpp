@@ -50,34 +50,10 @@
 
 // FORGE_CHAIN (forge replaces this line with the generated chain)
 #include "../_common/chain_default.h"  // the template alone: y = silu(x) * x
+#include "../_common/chain_cpu_inputs.h"  // ChainPtrs, chain_lanes, CHAIN_CHECK
 
 constexpr int U = FORGE_P_UNROLL;
 static_assert(U >= 1 && U <= 8, "FORGE_P_UNROLL must be 1..8");
-
-struct ChainPtrs {
-  const void* in[CHAIN_INPUTS];
-  float value[CHAIN_INPUTS];
-  void* y;
-};
-
-// Lanes j .. j+m-1 (m <= W) of input k; lanes past m repeat the first.
-template <int K, class T, int MODE>
-inline vf chain_lanes(const ChainPtrs& p, int64_t j, int64_t m, int64_t inner, int64_t n) {
-  if constexpr (MODE == CHAIN_VALUE) {
-    return splat(p.value[K]);
-  } else {
-    const T* x = static_cast<const T*>(p.in[K]);
-    if constexpr (MODE == CHAIN_FULL) {
-      return m == W ? load(x + j) : load_part(x + j, m, x[j]);
-    } else if (n == 1) {
-      return splat(to_f32(x[0]));
-    } else {
-      T tmp[W];
-      for (int k = 0; k < W; ++k) tmp[k] = x[((j + (k < m ? k : 0)) / inner) % n];
-      return load(tmp);
-    }
-  }
-}
 
 #define CHAIN_LOAD(k, T, DT, MODE, INNER, NN) in[k] = chain_lanes<k, T, MODE>(p, j, m, INNER, NN);
 
@@ -102,11 +78,6 @@ __attribute__((noinline)) int chain_run(const ChainPtrs& p) {
 }
 
 #include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok and the host-side tensor checks
-
-#define CHAIN_CHECK(k, T, DT, MODE, INNER, NN)                                                         \
-  if (!chain_input_ok(call->inputs[k], DT, MODE, NN, kChainNumel, &p.value[k], [](const void*) { return true; })) \
-    return 1;                                                                                          \
-  p.in[k] = call->inputs[k].data;
 
 extern "C" int forge_kernel(const forge_call* call) {
   if (!call || call->n_inputs != CHAIN_INPUTS || !chain_output_ok(call, CHAIN_Y_DTYPE, kChainNumel) || !cpu_ok() ||

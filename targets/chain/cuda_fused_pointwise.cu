@@ -50,6 +50,7 @@
 
 // FORGE_CHAIN (forge replaces this line with the generated chain)
 #include "../_common/chain_default.h"  // the template alone: y = silu(x) * x
+#include "../_common/chain_cuda_inputs.cuh"  // ChainPtrs, chain_in, chain_in_n, CHAIN_CHECK
 
 namespace {
 
@@ -57,32 +58,6 @@ constexpr int BLOCK = FORGE_P_BLOCK;
 constexpr int VEC = FORGE_P_VEC;
 static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 up to 1024");
 static_assert(VEC == 1 || VEC == 2 || VEC == 4 || VEC == 8, "FORGE_P_VEC: 1, 2, 4 or 8");
-
-struct ChainPtrs {
-  const void* in[CHAIN_INPUTS];
-  float value[CHAIN_INPUTS];
-  void* y;
-};
-
-// Element j of input k.
-template <int K, class T, int MODE>
-__device__ __forceinline__ float chain_in(const ChainPtrs& p, int64_t j, int64_t inner, int64_t n) {
-  if constexpr (MODE == CHAIN_VALUE) return p.value[K];
-  else if constexpr (MODE == CHAIN_FULL) return Io<T>::to(static_cast<const T*>(p.in[K])[j]);
-  else return Io<T>::to(static_cast<const T*>(p.in[K])[(j / inner) % n]);
-}
-
-// N elements from i of input k: one access for a full-size input when N > 1
-// (the host checked the alignment).
-template <int K, class T, int MODE, int N>
-__device__ __forceinline__ void chain_in_n(const ChainPtrs& p, int64_t i, int64_t inner, int64_t n, float (&v)[N]) {
-  if constexpr (MODE == CHAIN_FULL && N > 1) {
-    load_n<T, N>(static_cast<const T*>(p.in[K]) + i, v);
-  } else {
-#pragma unroll
-    for (int e = 0; e < N; ++e) v[e] = chain_in<K, T, MODE>(p, i + e, inner, n);
-  }
-}
 
 #define CHAIN_LOAD_N(k, T, DT, MODE, INNER, NN) chain_in_n<k, T, MODE, N>(p, i, INNER, NN, in[k]);
 #define CHAIN_LOAD_1(k, T, DT, MODE, INNER, NN) v[k] = chain_in<k, T, MODE>(p, j, INNER, NN);
@@ -127,10 +102,6 @@ int launch(const ChainPtrs& p, cudaStream_t stream) {
   else chain_fused<1><<<grid, BLOCK, 0, stream>>>(p, kChainNumel);
   return launch_status();
 }
-
-#define CHAIN_CHECK(k, T, DT, MODE, INNER, NN)                                                               \
-  if (!chain_input_ok(call->inputs[k], DT, MODE, NN, kChainNumel, &p.value[k], host_readable)) return 1; \
-  p.in[k] = call->inputs[k].data;
 
 }  // namespace
 

@@ -333,6 +333,27 @@ TEST_CASE("no forward chain where an intermediate escapes, an op is no kernel, o
   }
 }
 
+TEST_CASE("two reads of one tensor are one chain input, partial samples included; other data, two") {
+  // Swish: sigmoid(x) -> mul(x, .), x large enough that its samples are partial.
+  json mul = entry("mul.Tensor", 1, 1);
+  mul["args"] = {tensor(), tensor()};
+  json sig = entry("sigmoid", 1, 1);
+  sig["samples"] = {{{"inputs", {{{"digest", "lead"}, {"stored_numel", 16}}}}}};
+  mul["samples"] = {{{"inputs", {{{"digest", "lead"}, {"stored_numel", 16}}, nullptr}}}};
+  json rec = {{"entries", {sig, mul}}, {"flows", {flow(0, 1, 1, 0, 1)}}, {"produced", {produced(0, 1), produced(1, 1)}}};
+  auto chains = find_chains(rec, "cpu");
+  REQUIRE(chains.size() == 1);
+  std::string why;
+  auto t = chain_target("m", rec, chains[0], &why);
+  REQUIRE_MESSAGE(t, why);
+  CHECK(t->args.size() == 1);
+  CHECK(t->chain["ops"][1]["args"][0]["ref"] == json{{"input", 0}});
+  rec["entries"][1]["samples"][0]["inputs"][0]["digest"] = "other";  // another leading part: another tensor
+  t = chain_target("m", rec, chains[0], &why);
+  REQUIRE_MESSAGE(t, why);
+  CHECK(t->args.size() == 2);
+}
+
 TEST_CASE("a record without data flow (an older capture) has no chains") {
   json rec = {{"entries", {entry("relu", 1, 1)}}};
   CHECK(find_chains(rec, "cpu").empty());

@@ -110,7 +110,7 @@ TEST_CASE("a generated fused chain compiles for sm_90a") {
 
 // A group norm head (chain_strategies.h, head_definition): group_norm -> SiLU
 // in bfloat16 through the group_norm family's CUDA templates, SiLU fused into their store.
-TEST_CASE("group norm -> SiLU and an RMSNorm spelled as ops compile in their families' CUDA templates for sm_90a") {
+TEST_CASE("group norm -> SiLU, an RMSNorm spelled as ops and a reduction chain compile in their CUDA templates for sm_90a") {
   World w;
   if (w.ctx->toolchain.nvcc.empty()) {
     MESSAGE(
@@ -168,6 +168,22 @@ TEST_CASE("group norm -> SiLU and an RMSNorm spelled as ops compile in their fam
   for (const auto& s : rms.strategies)
     if (s.backend == "cuda") sources.push_back({s.name + ".cu", instantiate(s, param_grid(s).front()), CandidateLang::Cuda});
   REQUIRE_MESSAGE(sources.size() == 3, rms.why);
+  // And a reduction among pointwise ops (reduce_definition): x / amax(|x|, 0,
+  // keepdim) on bf16 [64, 96], a column reduction, in the reduce_pointwise template.
+  Target m;
+  const json mx = any({64, 96}, "bfloat16", {{"input", 0}});
+  m.args = json::array({mx});
+  m.outputs = json::array({any({64, 96}, "bfloat16", nullptr)});
+  const json dim0 = {{"type", "list"}, {"value", json::array({json{{"type", "int"}, {"value", 0}}})}};
+  m.chain = {{"inputs", 1},
+             {"outputs", 1},
+             {"ops", {{{"op", "aten::abs"}, {"overload", ""}, {"args", {mx}}},
+                      {{"op", "aten::amax"}, {"overload", ""}, {"args", {out(0, {64, 96}), dim0, {{"type", "bool"}, {"value", true}}}}},
+                      {{"op", "aten::div"}, {"overload", "Tensor"}, {"args", {mx, out(1, {1, 96})}}}}}};
+  const auto red = chain_strategies(m);
+  for (const auto& s : red.strategies)
+    if (s.backend == "cuda") sources.push_back({s.name + ".cu", instantiate(s, param_grid(s).front()), CandidateLang::Cuda});
+  REQUIRE_MESSAGE(sources.size() == 4, red.why);
   auto rs = w.compile(sources, {.cuda_arch = "sm_90a"});
   for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, sources[i].name << ": " << rs[i].log);
 }

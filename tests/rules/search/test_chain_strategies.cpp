@@ -307,10 +307,119 @@ TEST_CASE("an RMSNorm spelled as ops runs in the rms_norm templates") {
   in[0] = view(x.data(), {3, 16, 32}, FORGE_FLOAT32);
   out[0] = view(y.data(), {3, 16, 32}, FORGE_FLOAT32);
   CHECK(kernel(&call) != 0);
+  // Refused: x's two reads two inputs (they were not shown to be one tensor).
+  Target four = rms();
+  four.args.push_back(four.args[0]);
+  four.chain["ops"][4]["args"][0]["ref"] = {{"input", 3}};
+  CHECK(rms_definition(four, &row, &why).empty());
+  CHECK(why.find("on 4 inputs") != std::string::npos);
   // Refused: the mean over another dim.
   Target other = rms();
   other.chain["ops"][1]["args"][1]["value"][0]["value"] = 1;
   CHECK(rms_definition(other, &row, &why).empty());
+}
+
+// KernelBench's RMSNorm, x / sqrt(mean(x^2, dim 1, keepdim) + eps), on
+// x [3, 5, 4, 6]: the reduction over a middle dim (columns of 24 positions).
+Target reduce_columns() {
+  const json x = tensor({3, 5, 4, 6}), r = tensor({3, 1, 4, 6}), eps = tensor({}, "float64");
+  Target t;
+  t.op = "forge_chain::c_red";
+  t.args = json::array({x, eps});
+  t.outputs = json::array({x});
+  json ops = json::array();
+  ops.push_back({{"op", "aten::pow"}, {"overload", "Tensor_Scalar"}, {"args", {input(x, 0), {{"type", "int"}, {"value", 2}}}}});
+  const json dims = {{"type", "list"}, {"value", json::array({json{{"type", "int"}, {"value", 1}}})}};
+  const json keepdim = {{"type", "bool"}, {"value", true}}, none = {{"type", "None"}};
+  ops.push_back({{"op", "aten::mean"}, {"overload", "dim"}, {"args", json::array({link(x, 0), dims, keepdim, none})}});
+  ops.push_back({{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {link(r, 1), input(eps, 1), number(1)}}});
+  ops.push_back({{"op", "aten::sqrt"}, {"overload", ""}, {"args", {link(r, 2)}}});
+  ops.push_back({{"op", "aten::div"}, {"overload", "Tensor"}, {"args", {input(x, 0), link(r, 3)}}});
+  t.chain = {{"inputs", 2}, {"ops", ops}, {"outputs", 1}};
+  return t;
+}
+
+// KernelBench's L2 norm, x / norm(x, 2, dim 1, keepdim), on rows: x [4, 37].
+Target reduce_rows() {
+  const json x = tensor({4, 37}), r = tensor({4, 1});
+  Target t;
+  t.op = "forge_chain::c_l2";
+  t.args = json::array({x});
+  t.outputs = json::array({x});
+  json ops = json::array();
+  const json dims = {{"type", "list"}, {"value", json::array({json{{"type", "int"}, {"value", 1}}})}};
+  const json keepdim = {{"type", "bool"}, {"value", true}}, none = {{"type", "None"}};
+  ops.push_back({{"op", "aten::linalg_vector_norm"}, {"overload", ""},
+                 {"args", json::array({input(x, 0), {{"type", "int"}, {"value", 2}}, dims, keepdim, none})}});
+  ops.push_back({{"op", "aten::div"}, {"overload", "Tensor"}, {"args", {input(x, 0), link(r, 0)}}});
+  t.chain = {{"inputs", 1}, {"ops", ops}, {"outputs", 1}};
+  return t;
+}
+
+TEST_CASE("a reduction over one dim among pointwise ops runs in the reduce_pointwise templates, rows and columns") {
+  test::TempDir tmp;
+  std::vector<float> x(3 * 5 * 4 * 6), y(x.size(), NAN);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 2.0);
+  {
+    const auto strategies = chain_strategies(reduce_columns()).strategies;
+    std::vector<std::string> names;
+    for (const auto& s : strategies) names.push_back(s.backend + ":" + s.name);
+    REQUIRE(names == std::vector<std::string>{"cpu:reduce_pointwise", "cuda:reduce_pointwise"});
+    auto [lib, kernel] = load_cpu(strategies.at(0), tmp);
+    double eps = 1e-5;
+    forge_tensor in[2] = {view(x.data(), {3, 5, 4, 6}, FORGE_FLOAT32), view(&eps, {}, FORGE_FLOAT64)};
+    forge_tensor out[1] = {view(y.data(), {3, 5, 4, 6}, FORGE_FLOAT32)};
+    forge_call call{};
+    call.inputs = in, call.n_inputs = 2, call.outputs = out, call.n_outputs = 1;
+    REQUIRE(kernel(&call) == 0);
+    for (size_t o = 0; o < 3; ++o)
+      for (size_t p = 0; p < 24; ++p) {
+        double ms = 0;
+        for (size_t k = 0; k < 5; ++k) ms += std::pow(static_cast<double>(x[(o * 5 + k) * 24 + p]), 2) / 5.0;
+        for (size_t k = 0; k < 5; ++k) {
+          const size_t j = (o * 5 + k) * 24 + p;
+          const double want = x[j] / std::sqrt(ms + eps);
+          CAPTURE(j);
+          CHECK(std::fabs(y[j] - want) <= 1e-5 * (1.0 + std::fabs(want)));
+        }
+      }
+    out[0] = view(y.data(), {3, 5, 24}, FORGE_FLOAT32);  // another shape: declined
+    CHECK(kernel(&call) != 0);
+  }
+  {
+    const auto strategies = chain_strategies(reduce_rows()).strategies;
+    REQUIRE(strategies.size() == 2);
+    auto [lib, kernel] = load_cpu(strategies.at(0), tmp);
+    forge_tensor in[1] = {view(x.data(), {4, 37}, FORGE_FLOAT32)};
+    forge_tensor out[1] = {view(y.data(), {4, 37}, FORGE_FLOAT32)};
+    forge_call call{};
+    call.inputs = in, call.n_inputs = 1, call.outputs = out, call.n_outputs = 1;
+    REQUIRE(kernel(&call) == 0);
+    for (size_t r = 0; r < 4; ++r) {
+      double ss = 0;
+      for (size_t k = 0; k < 37; ++k) ss += static_cast<double>(x[r * 37 + k]) * x[r * 37 + k];
+      for (size_t k = 0; k < 37; ++k) {
+        const double want = x[r * 37 + k] / std::sqrt(ss);
+        CAPTURE(r * 37 + k);
+        CHECK(std::fabs(y[r * 37 + k] - want) <= 1e-5 * (1.0 + std::fabs(want)));
+      }
+    }
+  }
+  // Refused, each saying why: keepdim False, two dims, the 1-norm.
+  std::string why;
+  Target t = reduce_columns();
+  t.chain["ops"][1]["args"][2]["value"] = false;
+  CHECK(reduce_definition(t, &why).empty());
+  CHECK(why.find("keepdim is not True") != std::string::npos);
+  t = reduce_columns();
+  t.chain["ops"][1]["args"][1]["value"].push_back(json{{"type", "int"}, {"value", 2}});
+  CHECK(reduce_definition(t, &why).empty());
+  CHECK(why.find("not over one dim") != std::string::npos);
+  t = reduce_rows();
+  t.chain["ops"][0]["args"][1]["value"] = 1;
+  CHECK(reduce_definition(t, &why).empty());
+  CHECK(why.find("not the 2-norm") != std::string::npos);
+  CHECK(chain_strategies(t).why.find("not the 2-norm") != std::string::npos);
 }
 
 TEST_SUITE_END();

@@ -1,0 +1,130 @@
+/* chain, CPU strategy "reduce_pointwise": pointwise ops around one reduction
+ * over one dim with keepdim (x / mean(|x|, 1), x / norm(x, 2, 1),
+ * x / sqrt(mean(x^2, 1) + eps)) in one pass over each row or column: the
+ * reduced values never go to memory.
+ *
+ * forge generates the chain's part (rules/search/chain_strategies.h,
+ * reduce_definition): the inputs (CHAIN_INPUT_LIST), the output viewed as
+ * [kRedOuter, kRedN, kRedInner] with the reduction over kRedN, chain_pre,
+ * chain_finish, CHAIN_RED_MAX_KIND and chain_out, as the CUDA template reads
+ * them (cuda_reduce_pointwise.cu). Without it the chain is x / sum(x, 1) on
+ * [8, 512].
+ *
+ * Math: fp32 whatever the storage dtypes; rows (kRedInner == 1) are summed
+ * in W lanes then across them; columns in W neighbouring positions at once,
+ * each in order over kRedN. The max propagates NaN as torch's amax does.
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * the inputs and output as generated (chain_checks.h), the ISA compiled for.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "forge_kernel.h"
+
+#include "../_common/chain_checks.h"  // CHAIN_FULL/BCAST/VALUE and the call's checks (host code, before the ISA region)
+
+#pragma GCC diagnostic ignored "-Wpsabi" /* vectors wider than the target ISA are fine: all inline */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized" /* GCC 12 false positives inside the fp16 */
+#pragma GCC diagnostic ignored "-Wuninitialized"      /* conversion intrinsics (_mm512_cvt*ph*) */
+
+#ifndef FORGE_P_ISA
+#define FORGE_P_ISA 0 /* 0: as compiled (-march); 2: AVX2 paths; 3: AVX-512 paths (run-time checked) */
+#endif
+
+#include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/pointwise_cpu_math.h"  // pw_k, pw_sel, pw_exp, ... on vf
+#include "../_common/pointwise_ops.h"  // the op table: pw_op_unary, pw_op_binary
+
+#define CHAIN_F32 float
+#define CHAIN_BF16 bf16
+#define CHAIN_F16 f16
+
+// FORGE_CHAIN (forge replaces this line with the generated chain)
+#ifndef CHAIN_INPUTS  // the template alone: y = x / sum(x, 1) on [8, 512]
+#define CHAIN_INPUTS 1
+#define CHAIN_Y CHAIN_F32
+#define CHAIN_Y_DTYPE FORGE_FLOAT32
+constexpr int64_t kChainNumel = 4096;
+#define CHAIN_INPUT_LIST(X) X(0, CHAIN_F32, FORGE_FLOAT32, CHAIN_FULL, 1, 4096)
+#define CHAIN_RED_MAX_KIND 0
+constexpr int64_t kRedOuter = 8, kRedN = 512, kRedInner = 1;
+template <class V> PW_FN V chain_pre(const V* in) { return in[0]; }
+template <class V> PW_FN V chain_finish(V acc) { return acc; }
+template <class V> PW_FN V chain_out(const V* in, V r) { return in[0] / r; }
+inline bool chain_shapes_ok(const forge_call*) { return true; }
+#endif
+#include "../_common/chain_cpu_inputs.h"  // ChainPtrs, chain_lanes, CHAIN_CHECK
+
+const float kRedInit = CHAIN_RED_MAX_KIND ? -INFINITY : 0.0f;
+
+// Per lane: the sum, or the max with NaN winning (b != b is a NaN lane).
+inline vf red_add(vf a, vf b) {
+  if constexpr (CHAIN_RED_MAX_KIND) return pw_sel((b > a) | (b != b), b, a);
+  else return a + b;
+}
+
+#define CHAIN_LOAD(k, T, DT, MODE, INNER, NN) in[k] = chain_lanes<k, T, MODE>(p, j, m, INNER, NN);
+
+inline vf pre_at(const ChainPtrs& p, int64_t j, int64_t m) {
+  vf in[CHAIN_INPUTS];
+  CHAIN_INPUT_LIST(CHAIN_LOAD)
+  return chain_pre<vf>(in);
+}
+inline void out_at(const ChainPtrs& p, int64_t j, int64_t m, vf r) {
+  vf in[CHAIN_INPUTS];
+  CHAIN_INPUT_LIST(CHAIN_LOAD)
+  CHAIN_Y* y = static_cast<CHAIN_Y*>(p.y) + j;
+  if (m == W) store(y, chain_out<vf>(in, r));
+  else store_part(y, chain_out<vf>(in, r), m);
+}
+
+__attribute__((noinline)) int chain_run(const ChainPtrs& p) {
+  const vf lane = __builtin_convertvector(iota(), vf);
+  for (int64_t o = 0; o < kRedOuter; ++o) {
+    if (kRedInner == 1) {
+      const int64_t base = o * kRedN;
+      vf acc = splat(kRedInit);
+      for (int64_t k = 0; k < kRedN; k += W) {
+        const int64_t m = kRedN - k < W ? kRedN - k : W;
+        // Lanes past the row's end hold its first element again: not reduced.
+        acc = red_add(acc, pw_sel(lane < splat(static_cast<float>(m)), pre_at(p, base + k, m), splat(kRedInit)));
+      }
+      float r = kRedInit;
+      float lanes[W];
+      memcpy(lanes, &acc, sizeof lanes);
+      if (CHAIN_RED_MAX_KIND) {
+        for (int e = 0; e < W; ++e) r = (lanes[e] > r || lanes[e] != lanes[e]) ? lanes[e] : r;
+      } else {
+        r = hsum(acc);
+      }
+      const vf s = chain_finish<vf>(splat(r));
+      for (int64_t k = 0; k < kRedN; k += W) out_at(p, base + k, kRedN - k < W ? kRedN - k : W, s);
+    } else {
+      for (int64_t i = 0; i < kRedInner; i += W) {
+        const int64_t m = kRedInner - i < W ? kRedInner - i : W;
+        const int64_t base = o * kRedN * kRedInner + i;
+        vf acc = splat(kRedInit);
+        for (int64_t k = 0; k < kRedN; ++k) acc = red_add(acc, pre_at(p, base + k * kRedInner, m));
+        const vf s = chain_finish<vf>(acc);
+        for (int64_t k = 0; k < kRedN; ++k) out_at(p, base + k * kRedInner, m, s);
+      }
+    }
+  }
+  return 0;
+}
+
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok and the host-side tensor checks
+
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != CHAIN_INPUTS || !chain_output_ok(call, CHAIN_Y_DTYPE, kChainNumel) || !cpu_ok() ||
+      !chain_shapes_ok(call) || kRedOuter * kRedN * kRedInner != kChainNumel)
+    return 1;
+  ChainPtrs p{};
+  CHAIN_INPUT_LIST(CHAIN_CHECK)
+  p.y = call->outputs[0].data;
+  if (kChainNumel == 0) return 0;
+  return chain_run(p);
+}

@@ -1,0 +1,144 @@
+/* chain, CUDA strategy "reduce_pointwise": pointwise ops around one reduction
+ * over one dim with keepdim (x / mean(|x|, 1), x / norm(x, 2, 1),
+ * x / sqrt(mean(x^2, 1) + eps)), in one kernel: the reduced values never
+ * leave the chip.
+ *
+ * forge generates the chain's part from the target (rules/search/
+ * chain_strategies.h, reduce_definition): the inputs (CHAIN_INPUT_LIST, as
+ * fused_pointwise reads them), the output viewed as [kRedOuter, kRedN,
+ * kRedInner] with the reduction over kRedN, chain_pre (the value reduced at
+ * element j), chain_finish (sum -> mean or 2-norm), CHAIN_RED_MAX_KIND (a
+ * max, else a sum), and chain_out (every op at element j, the reduction's
+ * result given). Without it (this file alone) the chain is x / sum(x, 1)
+ * on [8, 512].
+ *
+ * Math: fp32 whatever the storage dtypes; each thread sums its elements in
+ * order, then a tree across threads (stock CUDA also sums in a tree: results
+ * differ in the last bits); the max propagates NaN as torch's amax does. The
+ * output is rounded once to its dtype.
+ * Layouts: rows (kRedInner == 1): one CTA per row, its threads striding the
+ * row; columns (kRedInner > 1): one thread per (outer, inner) position,
+ * stepping kRedInner through the kRedN elements (neighbouring threads read
+ * neighbouring addresses). Each pass reads the row or column again; the
+ * second read mostly hits L2, which holds what the resident CTAs just read.
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * the inputs and output as generated (chain_checks.h). A launch failure
+ * returns 1.
+ * Compiled here (nvcc 13, sm_90a) but not run on this machine: no GPU.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "forge_kernel.h"
+
+#ifndef FORGE_P_BLOCK
+#define FORGE_P_BLOCK 512 /* threads per CTA: 128 .. 1024, a multiple of 32 */
+#endif
+
+#include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/pointwise_cuda_math.cuh"  // pw_k, pw_sel, pw_exp, ... on float
+#include "../_common/pointwise_ops.h"  // the op table: pw_op_unary, pw_op_binary
+#include "../_common/chain_checks.h"  // CHAIN_FULL/BCAST/VALUE and the call's checks
+
+#define CHAIN_F32 float
+#define CHAIN_BF16 __nv_bfloat16
+#define CHAIN_F16 __half
+
+// FORGE_CHAIN (forge replaces this line with the generated chain)
+#ifndef CHAIN_INPUTS  // the template alone: y = x / sum(x, 1) on [8, 512]
+#define CHAIN_INPUTS 1
+#define CHAIN_Y CHAIN_F32
+#define CHAIN_Y_DTYPE FORGE_FLOAT32
+constexpr int64_t kChainNumel = 4096;
+#define CHAIN_INPUT_LIST(X) X(0, CHAIN_F32, FORGE_FLOAT32, CHAIN_FULL, 1, 4096)
+#define CHAIN_RED_MAX_KIND 0
+constexpr int64_t kRedOuter = 8, kRedN = 512, kRedInner = 1;
+template <class V> PW_FN V chain_pre(const V* in) { return in[0]; }
+template <class V> PW_FN V chain_finish(V acc) { return acc; }
+template <class V> PW_FN V chain_out(const V* in, V r) { return in[0] / r; }
+inline bool chain_shapes_ok(const forge_call*) { return true; }
+#endif
+#include "../_common/chain_cuda_inputs.cuh"  // ChainPtrs, chain_in, CHAIN_CHECK
+
+namespace {
+
+constexpr int BLOCK = FORGE_P_BLOCK;
+static_assert(BLOCK % 32 == 0 && BLOCK >= 128 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32, 128 .. 1024");
+
+__device__ __forceinline__ float red_add(float a, float b) {
+  if constexpr (CHAIN_RED_MAX_KIND) return (b > a || b != b) ? b : a;  // NaN wins, as torch's amax
+  else return a + b;
+}
+constexpr float kRedInit = CHAIN_RED_MAX_KIND ? -INFINITY : 0.0f;
+
+#define CHAIN_AT(k, T, DT, MODE, INNER, NN) v[k] = chain_in<k, T, MODE>(p, j, INNER, NN);
+
+__device__ __forceinline__ float pre_at(const ChainPtrs& p, int64_t j) {
+  float v[CHAIN_INPUTS];
+  CHAIN_INPUT_LIST(CHAIN_AT)
+  return chain_pre<float>(v);
+}
+__device__ __forceinline__ void out_at(const ChainPtrs& p, int64_t j, float r) {
+  float v[CHAIN_INPUTS];
+  CHAIN_INPUT_LIST(CHAIN_AT)
+  static_cast<CHAIN_Y*>(p.y)[j] = Io<CHAIN_Y>::from(chain_out<float>(v, r));
+}
+
+// Rows: CTA b reduces row b, then writes it.
+__global__ void __launch_bounds__(BLOCK) reduce_rows(ChainPtrs p) {
+  __shared__ float scratch[32];
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * kRedN;
+  float acc = kRedInit;
+  for (int64_t k = threadIdx.x; k < kRedN; k += BLOCK) acc = red_add(acc, pre_at(p, base + k));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) acc = red_add(acc, __shfl_xor_sync(0xffffffffu, acc, o));
+  if (lane == 0) scratch[warp] = acc;
+  __syncthreads();
+  acc = lane < BLOCK / 32 ? scratch[lane] : kRedInit;
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) acc = red_add(acc, __shfl_xor_sync(0xffffffffu, acc, o));
+  const float r = chain_finish<float>(acc);
+  for (int64_t k = threadIdx.x; k < kRedN; k += BLOCK) out_at(p, base + k, r);
+}
+
+// Columns: thread t reduces position (t / kRedInner, t % kRedInner), then writes it.
+__global__ void __launch_bounds__(BLOCK) reduce_columns(ChainPtrs p) {
+  const int64_t positions = kRedOuter * kRedInner;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * BLOCK + threadIdx.x; t < positions;
+       t += static_cast<int64_t>(gridDim.x) * BLOCK) {
+    const int64_t base = (t / kRedInner) * kRedN * kRedInner + t % kRedInner;
+    float acc = kRedInit;
+    for (int64_t k = 0; k < kRedN; ++k) acc = red_add(acc, pre_at(p, base + k * kRedInner));
+    const float r = chain_finish<float>(acc);
+    for (int64_t k = 0; k < kRedN; ++k) out_at(p, base + k * kRedInner, r);
+  }
+}
+
+int launch(const ChainPtrs& p, cudaStream_t stream) {
+  if (kRedInner == 1) {
+    if (kRedOuter > 0x7fffffffLL) return 1;
+    reduce_rows<<<static_cast<unsigned>(kRedOuter), BLOCK, 0, stream>>>(p);
+  } else {
+    const int64_t want = (kRedOuter * kRedInner + BLOCK - 1) / BLOCK;
+    reduce_columns<<<static_cast<unsigned>(want < 65535 * 32 ? want : 65535 * 32), BLOCK, 0, stream>>>(p);
+  }
+  return launch_status();
+}
+
+}  // namespace
+
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != CHAIN_INPUTS || !chain_output_ok(call, CHAIN_Y_DTYPE, kChainNumel) ||
+      !chain_shapes_ok(call) || kRedOuter * kRedN * kRedInner != kChainNumel)
+    return 1;
+  ChainPtrs p{};
+  CHAIN_INPUT_LIST(CHAIN_CHECK)
+  p.y = call->outputs[0].data;
+  if (kChainNumel == 0) return 0;
+  return launch(p, static_cast<cudaStream_t>(call->stream));
+}
