@@ -76,6 +76,14 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
     json args = e.value("args", json::array());
     const auto functional = functional_of(e);
     if (functional) op = functional->first + (functional->second.empty() ? "" : "." + functional->second);
+    // A cast (copy_ into a fresh tensor under .to(), chains.h): _to_copy(src, dtype),
+    // its destination no input of the chain.
+    const std::string cast = cast_dtype(e);
+    if (!cast.empty()) {
+      op = "_to_copy";
+      args = json::array({args[1], {{"name", "dtype"}, {"type", "ScalarType"}, {"value", cast}}});
+    }
+    const size_t recorded = cast.empty() ? 0 : 1;  // args[i] is the record's argument i + recorded
     const auto dot = op.find('.');
     for (size_t i = 0; i < args.size(); ++i) {
       json& a = args[i];
@@ -87,7 +95,7 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
             return std::nullopt;
           }
       if (!is_tensor(a)) continue;
-      auto it = from.find({chain.entries[j], static_cast<int>(i)});
+      auto it = from.find({chain.entries[j], static_cast<int>(i + recorded)});
       if (it != from.end() && position.count(it->second.first) && position[it->second.first] < static_cast<int>(j)) {
         // The data flow looks through views: the link is the producer's output
         // itself only where the consumer read it as returned.
@@ -104,13 +112,13 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
       } else {
         // One tensor read by two ops (RMSNorm's x by pow and by mul) is one
         // input: the same record and, in every captured call, the same data.
-        const json mine = input_samples(static_cast<int>(j), static_cast<int>(i));
+        const json mine = input_samples(static_cast<int>(j), static_cast<int>(i + recorded));
         int same = -1;
         for (size_t k = 0; k < inputs.size() && same < 0; ++k) {
           const json& other = entries.at(static_cast<size_t>(chain.entries[static_cast<size_t>(inputs[k].first)]))
                                   .at("args")
                                   .at(static_cast<size_t>(inputs[k].second));
-          const json& here = e["args"][i];
+          const json& here = e["args"][i + recorded];
           bool alike = !mine.empty() && input_samples(inputs[k].first, inputs[k].second) == mine;
           for (const char* f : {"dtype", "sizes", "strides", "device"}) alike = alike && other.value(f, json()) == here.value(f, json());
           if (alike) same = static_cast<int>(k);
@@ -120,8 +128,8 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
           continue;
         }
         a["ref"] = {{"input", static_cast<int>(inputs.size())}};
-        inputs.push_back({static_cast<int>(j), static_cast<int>(i)});
-        json in = e["args"][i];
+        inputs.push_back({static_cast<int>(j), static_cast<int>(i + recorded)});
+        json in = e["args"][i + recorded];
         in["name"] = "op" + std::to_string(j) + "_" + in.value("name", "arg" + std::to_string(i));
         t.args.push_back(std::move(in));
       }

@@ -26,7 +26,22 @@ bool is_gemm_or_conv(const std::string& op) {
 
 }  // namespace
 
+std::string cast_dtype(const json& e) {
+  static const std::set<std::string> casts = {"to.dtype", "to.dtype_layout", "to.other", "to.device",
+                                              "type_as", "_to_copy", "float", "half", "bfloat16"};
+  if (e.value("op", "") != "copy_" || !casts.count(e.value("outer_op", ""))) return "";
+  const json args = e.value("args", json::array());
+  if (args.size() < 2 || !args[0].is_object() || !args[1].is_object()) return "";
+  const json& dst = args[0];
+  const json& src = args[1];
+  if (dst.value("type", "") != "Tensor" || src.value("type", "") != "Tensor") return "";
+  for (const char* k : {"sizes", "device"})
+    if (dst.value(k, json()) != src.value(k, json())) return "";
+  return dst.value("dtype", "");
+}
+
 bool chain_op_eligible(const json& e, const std::string& backend) {
+  if (!cast_dtype(e).empty()) return !inherent_reason(e, backend).has_value();
   if (e.value("kind", "kernel") != "kernel") return false;
   if (is_gemm_or_conv(e.value("op", ""))) return false;
   return !inherent_reason(e, backend).has_value();

@@ -32,8 +32,14 @@ struct Chain {
   bool whole_forward = false;
 };
 
+// The dtype a captured entry casts to, when it is a cast into a fresh tensor
+// (`x.to(torch.float32)`, `x.float()`, `y.type_as(x)` run copy_ into an empty
+// one under that op): a chain op `_to_copy(src, dtype)`; else "".
+std::string cast_dtype(const nlohmann::json& entry);
+
 // Whether a captured entry can be an op of a chain: a kernel that could be a
-// target on `backend` (selection.h, inherent_reason), not a GEMM or convolution.
+// target on `backend` (selection.h, inherent_reason), not a GEMM or convolution;
+// or a cast (cast_dtype).
 bool chain_op_eligible(const nlohmann::json& entry, const std::string& backend);
 
 // The chains that are a module class's whole forward, whatever the shape of

@@ -124,9 +124,23 @@ std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::st
     if (!name.empty() && name.back() == '_') return *why = where + " is in place", "";
     if (overload == "out" || (overload.size() > 4 && overload.compare(overload.size() - 4, 4, "_out") == 0))
       return *why = where + " writes into an out= buffer, which the chain takes as an input it changes", "";
-    auto it = table().find(full);
-    if (it == table().end()) return *why = where + " is not in the pointwise table", "";
     const json& args = op.value("args", json::array());
+    auto it = table().find(full);
+    if (full == "_to_copy") {
+      // A cast: the chain computes in fp32, so one to a 16-bit type rounds there.
+      const json ref = args.size() == 2 && is_tensor(args[0]) ? args[0].value("ref", json::object()) : json::object();
+      const std::string to = args.size() == 2 ? args[1].value("value", "") : "";
+      const char* round = to == "float32" ? "" : to == "bfloat16" ? "pw_round_bf16" : to == "float16" ? "pw_round_f16" : nullptr;
+      if (!round) return *why = where + " casts to " + (to.empty() ? "an unknown type" : to), "";
+      if (ref.contains("input") && epilogue)
+        return *why = where + " reads a tensor from outside the chain, which a template's epilogue cannot", "";
+      if (!ref.contains("input") && ref.value("output", 0) != 0) return *why = where + " reads an op's second output", "";
+      const std::string operand = ref.contains("input") ? "in[" + std::to_string(ref.value("input", 0)) + "]"
+                                                        : "t" + std::to_string(ref.value("op", 0));
+      body += "  const V t" + std::to_string(j) + " = " + round + "(" + operand + ");  // _to_copy to " + to + "\n";
+      continue;
+    }
+    if (it == table().end()) return *why = where + " is not in the pointwise table", "";
     std::vector<std::string> operands;
     for (const auto& a : args) {
       if (!is_tensor(a)) continue;

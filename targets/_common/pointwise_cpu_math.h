@@ -18,6 +18,19 @@ inline vf pw_sqrt(vf x) {
 #endif
 }
 
+// A cast to a 16-bit type and back (a chain's x.to(torch.bfloat16)): through
+// cpu_common.h's conversions, the ones every store to that type makes.
+inline vf pw_round_bf16(vf x) {
+  bf16 t[W];
+  store(t, x);
+  return load(t);
+}
+inline vf pw_round_f16(vf x) {
+  f16 t[W];
+  store(t, x);
+  return load(t);
+}
+
 // exp(x) - 1: the Taylor series through x^8 for |x| < 0.5 (truncation below
 // 1e-8 relative), exp(x) - 1 beyond, where it does not cancel.
 inline vf pw_expm1(vf x) {

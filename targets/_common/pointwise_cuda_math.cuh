@@ -1,5 +1,8 @@
 // The math pointwise_ops.h asks for, on one fp32 value per thread: the CUDA
 // math library's expf, expm1f, log1pf, erfcf (1-2 ulp).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #define PW_FN __device__ __forceinline__
 #define PW_MASK bool
 __device__ __forceinline__ float pw_k(float c) { return c; }
@@ -9,3 +12,6 @@ __device__ __forceinline__ float pw_expm1(float x) { return expm1f(x); }
 __device__ __forceinline__ float pw_log1p(float x) { return log1pf(x); }
 __device__ __forceinline__ float pw_erfc(float x) { return erfcf(x); }
 __device__ __forceinline__ float pw_sqrt(float x) { return sqrtf(x); }
+// A cast to a 16-bit type and back (a chain's x.to(torch.bfloat16)): round to nearest even.
+__device__ __forceinline__ float pw_round_bf16(float x) { return __bfloat162float(__float2bfloat16(x)); }
+__device__ __forceinline__ float pw_round_f16(float x) { return __half2float(__float2half(x)); }

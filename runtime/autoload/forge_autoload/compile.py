@@ -362,6 +362,8 @@ def _spelled(aten_op):
     import torch
 
     name, overload = aten_op._schema.name.split("::")[-1], aten_op._overloadname
+    if name == "_to_copy":  # a chain's cast: post-grad graphs spell a dtype conversion so
+        return (aten_op, torch.ops.prims.convert_element_type.default)
     fname = name if overload == "default" else "%s_%s" % (name, overload)
     wrapper = getattr(torch.ops.forge, fname).default if hasattr(torch.ops.forge, fname) else None
     return (aten_op, wrapper) if wrapper is not None else (aten_op,)
@@ -413,9 +415,9 @@ def _match_chain(node, entry):
         cur, o = found.get(j), ops[j]
         if cur is None or cur.op != "call_function" or cur.target not in _spelled(_aten(o["op"], o.get("overload"))):
             return None
-        values = _schema_order(cur.target, cur.args, cur.kwargs)
         recs = o["args"]
-        if len(values) != len(recs):
+        values = _modules().trim_cast(torch, cur.target, _schema_order(cur.target, cur.args, cur.kwargs), recs)
+        if values is None or len(values) != len(recs):
             return None
         for v, rec in zip(values, recs):
             ref = rec.get("ref")

@@ -170,6 +170,29 @@ def _schema_values(func, args, kwargs):
     return out
 
 
+def trim_cast(torch, func, values, recs):
+    """`values` (a call's arguments in schema order) cut to as many as the
+    chain op's records (`recs`). A cast the chain records as _to_copy(x,
+    dtype) is called with more (layout, device, ... from .to() or type_as):
+    those must say what the record leaves to defaults (x's own layout and
+    device, no pinning, no non-blocking copy, the preserved format), or None
+    comes back. x is a tensor, or a graph node with its fake value in meta."""
+    if values is None or len(values) <= len(recs) or func._schema.name != "aten::_to_copy":
+        return values
+    x = values[0]
+    device = x.device if isinstance(x, torch.Tensor) else getattr(getattr(x, "meta", {}).get("val"), "device", None)
+    neutral = {"layout": (None, torch.strided), "pin_memory": (None, False), "non_blocking": (False,),
+               "memory_format": (None, torch.preserve_format)}
+    for a, v in zip(func._schema.arguments[len(recs):], values[len(recs):]):
+        if a.name == "device":
+            ok = v is None or (device is not None and torch.device(v) == device)
+        else:
+            ok = any(v is n or v == n for n in neutral.get(a.name, ()))
+        if not ok:
+            return None
+    return values[:len(recs)]
+
+
 def same_constant(torch, v, rec):
     """Whether a traced argument is the chain's captured constant (its capture
     record, docs/CAPTURE.md); kinds not listed never match."""
@@ -204,36 +227,67 @@ def _number_of(rec, v):
 def _call_order(torch, calls, ops):
     """The chain op each recorded call is, in call order, or None. The chain
     lists its ops in one order of their data flow; a forward whose flow
-    branches (MinGPT's GELU) may run them in another. Each call takes the first
-    op left of its name and constants whose op inputs are calls already made."""
-    order, done = [], {}  # done: chain op -> its call's result
-    for func, a, kw, out in calls:
-        values = _schema_values(func, a, kw)
-        pick = None
-        for j, op in enumerate(ops):
-            if j in done or func._schema.name != op["op"] or func._schema.overload_name != (op.get("overload") or ""):
-                continue
-            recs = op.get("args", [])
-            if values is None or len(values) != len(recs):
-                continue
-            fits = True
-            for v, rec in zip(values, recs):
-                ref = rec.get("ref") if isinstance(rec, dict) else None
-                if ref is None:
-                    fits = same_constant(torch, v, rec)
-                elif "op" in ref:
-                    src = done.get(int(ref["op"]))
-                    fits = src is not None and int(ref.get("output", 0)) < len(src) and v is src[int(ref.get("output", 0))]
-                if not fits:
-                    break
-            if fits:
-                pick = j
-                break
-        if pick is None:
+    branches (MinGPT's GELU, Gemma's RMSNorm casting its weight beside x) may
+    run them in another. A call can be an op of its name and constants whose
+    op inputs are calls already made and whose chain inputs are the tensors
+    earlier calls read there; a depth-first search over those choices (a
+    chain has a dozen ops)."""
+    n = len(calls)
+    values = [None] * n
+    for c, (func, a, kw, _) in enumerate(calls):
+        values[c] = (func, _schema_values(func, a, kw))
+    order, done, seen = [], {}, {}  # done: chain op -> its call's results; seen: chain input -> id
+
+    def fits(c, j):
+        func, vals = values[c]
+        op = ops[j]
+        if func._schema.name != op["op"] or func._schema.overload_name != (op.get("overload") or ""):
             return None
-        done[pick] = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        order.append(pick)
-    return order
+        recs = op.get("args", [])
+        vals = trim_cast(torch, func, vals, recs)
+        if vals is None or len(vals) != len(recs):
+            return None
+        bound = {}
+        for v, rec in zip(vals, recs):
+            ref = rec.get("ref") if isinstance(rec, dict) else None
+            if ref is None:
+                if not same_constant(torch, v, rec):
+                    return None
+            elif "op" in ref:
+                src = done.get(int(ref["op"]))
+                k = int(ref.get("output", 0))
+                if src is None or k >= len(src) or v is not src[k]:
+                    return None
+            elif isinstance(v, torch.Tensor):
+                k = int(ref["input"])
+                if seen.get(k, id(v)) != id(v) or bound.get(k, id(v)) != id(v):
+                    return None
+                bound[k] = id(v)
+        return bound
+
+    def search(c):
+        if c == n:
+            return True
+        out = calls[c][3]
+        for j in range(len(ops)):
+            if j in done:
+                continue
+            bound = fits(c, j)
+            if bound is None:
+                continue
+            fresh = [k for k in bound if k not in seen]
+            seen.update(bound)
+            done[j] = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+            order.append(j)
+            if search(c + 1):
+                return True
+            order.pop()
+            del done[j]
+            for k in fresh:
+                del seen[k]
+        return False
+
+    return list(order) if search(0) else None
 
 
 def _plan(torch, entry, mod, args, kwargs, calls, result):
@@ -265,8 +319,8 @@ def _plan(torch, entry, mod, args, kwargs, calls, result):
     outs = {}  # chain op -> its results
     for (func, a, kw, out), j in zip(calls, order):
         op = ops[j]
-        values = _schema_values(func, a, kw)
         recs = op.get("args", [])
+        values = trim_cast(torch, func, _schema_values(func, a, kw), recs)
         if values is None or len(values) != len(recs):
             return None, "op %d's arguments differ" % j
         for v, rec in zip(values, recs):

@@ -354,6 +354,34 @@ TEST_CASE("two reads of one tensor are one chain input, partial samples included
   CHECK(t->args.size() == 2);
 }
 
+TEST_CASE("a cast into a fresh tensor is a chain op: _to_copy of its source, its destination no input") {
+  // x.float() -> pow -> ... as a bf16 model's RMSNorm starts: copy_(empty f32, x bf16) under to.dtype.
+  json cast = entry("copy_", 2, 1, "composite");
+  cast["outer_op"] = "to.dtype";
+  json src = tensor();
+  src["dtype"] = "bfloat16";
+  cast["args"] = {tensor(), src, {{"type", "bool"}, {"value", false}}};
+  cast["samples"] = {{{"inputs", {{{"digest", "dst"}}, {{"digest", "x"}}, nullptr}}}};
+  CHECK(cast_dtype(cast) == "float32");
+  json rec = {{"entries", {cast, entry("exp", 2, 1)}}, {"flows", {flow(0, 1, 2)}}, {"produced", {produced(0, 2), produced(1, 2)}}};
+  auto chains = find_chains(rec, "cpu");
+  REQUIRE(chains.size() == 1);
+  std::string why;
+  auto t = chain_target("m", rec, chains[0], &why);
+  REQUIRE_MESSAGE(t, why);
+  REQUIRE(t->args.size() == 1);
+  CHECK(t->args[0]["dtype"] == "bfloat16");  // the source; the empty destination is no input
+  const json& op = t->chain["ops"][0];
+  CHECK(op["op"] == "aten::_to_copy");
+  CHECK(op["args"].size() == 2);
+  CHECK(op["args"][1] == json{{"name", "dtype"}, {"type", "ScalarType"}, {"value", "float32"}});
+  CHECK(t->sample_inputs[0]["inputs"] == json{{{"digest", "x"}}});
+  // An in-place copy_ into a tensor the program made (no cast under .to()) is none.
+  rec["entries"][0]["outer_op"] = "copy_";
+  CHECK(cast_dtype(rec["entries"][0]).empty());
+  CHECK(find_chains(rec, "cpu").empty());
+}
+
 TEST_CASE("a record without data flow (an older capture) has no chains") {
   json rec = {{"entries", {entry("relu", 1, 1)}}};
   CHECK(find_chains(rec, "cpu").empty());

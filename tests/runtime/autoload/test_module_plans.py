@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "ru
 from forge_autoload import modules  # noqa: E402
 
 lib = torch.library.Library("forge_chain", "DEF")
-calls = {"add_relu": 0, "add_relu_mul": 0, "relu_then": 0, "scale": 0, "branches": 0}
+calls = {"add_relu": 0, "add_relu_mul": 0, "relu_then": 0, "scale": 0, "branches": 0, "gemma": 0}
 
 
 def define(name, schema, fn):
@@ -33,6 +33,7 @@ define("add_relu_mul", "(Tensor x, Tensor a) -> Tensor", lambda x, a: torch.relu
 define("relu_then", "(Tensor x) -> Tensor", lambda x: torch.sigmoid(torch.relu(x)))
 define("scale", "(Tensor x, Tensor k) -> Tensor", lambda x, k: torch.sigmoid(x) * k)
 define("branches", "(Tensor x) -> Tensor", lambda x: torch.exp(x) * torch.tanh(x))
+define("gemma", "(Tensor w, Tensor x) -> Tensor", lambda w, x: (torch.sigmoid(x.float()) * torch.exp(w.float())).type_as(x))
 
 
 def inp(k):
@@ -94,6 +95,15 @@ class BranchesSwapped(torch.nn.Module):  # the same ops, the product's operands 
         return torch.tanh(x) * torch.exp(x)
 
 
+class GemmaLike(torch.nn.Module):  # two casts of one kind, x's first in the forward, w's first in the chain
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(-1, 1, 8, dtype=torch.bfloat16))
+
+    def forward(self, x):
+        return (torch.sigmoid(x.float()) * torch.exp(self.w.float())).type_as(x)
+
+
 modules._patch(AddRelu, [entry("add_relu", [T, T], [add, relu])])
 modules._patch(AddReluMul, [entry("add_relu_mul", [T, T], [
     add, relu, {"op": "aten::mul", "overload": "Tensor", "args": [out(1), inp(1)]}])])
@@ -109,6 +119,16 @@ branches = [{"op": "aten::tanh", "overload": "", "args": [inp(0)]},
             {"op": "aten::mul", "overload": "Tensor", "args": [out(1), out(0)]}]
 modules._patch(Branches, [entry("branches", [T], branches)])
 modules._patch(BranchesSwapped, [entry("branches", [T], branches)])
+
+F32 = {"type": "ScalarType", "value": "float32"}
+B16 = {"dtype": "bfloat16", "sizes": [3, 8]}
+modules._patch(GemmaLike, [entry("gemma", [{"dtype": "bfloat16", "sizes": [8]}, B16], [
+    {"op": "aten::_to_copy", "overload": "", "args": [inp(0), F32]},
+    {"op": "aten::exp", "overload": "", "args": [out(0)]},
+    {"op": "aten::_to_copy", "overload": "", "args": [inp(1), F32]},
+    {"op": "aten::sigmoid", "overload": "", "args": [out(2)]},
+    {"op": "aten::mul", "overload": "Tensor", "args": [out(3), out(1)]},
+    {"op": "aten::_to_copy", "overload": "", "args": [out(4), {"type": "ScalarType", "value": "bfloat16"}]}])])
 
 failures = []
 
@@ -155,6 +175,13 @@ with torch.no_grad():
     w = BranchesSwapped()
     w(x)
     check("the same ops, another data flow", w(y), torch.tanh(y) * torch.exp(y), fused=False, name="branches")
+
+    g = GemmaLike()
+    xb = x.to(torch.bfloat16)
+    g(xb)
+    want = (torch.sigmoid(y.to(torch.bfloat16).float()) * torch.exp(g.w.float())).type_as(xb)
+    check("casts the chain lists in another order, type_as's layout and device", g(y.to(torch.bfloat16)).float(),
+          want.float(), fused=True, name="gemma")
 
 print("\n".join(failures) or "ok")
 sys.exit(1 if failures else 0)
