@@ -1,6 +1,8 @@
-# model.py's Swish, QuickGELU, GroupNormSiLU and RMSNorm under torch.compile (test_chain_module_torch.cpp):
+# model.py's Swish, QuickGELU, GroupNormSiLU, RMSNorm, RMSNorm16 and NewGELU under torch.compile (test_chain_module_torch.cpp):
 # the same classes, so the same chains; compiled graphs call the forged chain
 # op where the package routes it. Prints whether the outputs match eager math.
+import math
+
 import torch
 
 
@@ -41,15 +43,31 @@ class RMSNorm(torch.nn.Module):  # as Hugging Face's LlamaRMSNorm, on float32
         return self.weight * hidden_states.to(input_dtype)
 
 
+class RMSNorm16(RMSNorm):  # model.py's class of that name: RMSNorm's forward, run on bfloat16
+    pass
+
+
+class NewGELU(torch.nn.Module):  # as MinGPT spells it
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
 torch.manual_seed(0)
 a, b, img, h = torch.randn(64, 1024), torch.randn(32, 2048), torch.randn(2, 16, 24, 24), torch.randn(4, 32, 256)
-gn, rms = GroupNormSiLU(), RMSNorm(256)
+h16, g = torch.randn(4, 16, 320, dtype=torch.bfloat16), torch.randn(24, 512)
+gn, rms, rms16 = GroupNormSiLU(), RMSNorm(256), RMSNorm16(320).to(torch.bfloat16)
 s, q, n, r = torch.compile(Swish()), torch.compile(QuickGELU()), torch.compile(gn), torch.compile(rms)
+r16, e = torch.compile(rms16), torch.compile(NewGELU())
 with torch.no_grad():
     for _ in range(3):
-        y, z, v, u = s(a), q(b), n(img), r(h)
+        y, z, v, u, o16, ge = s(a), q(b), n(img), r(h), r16(h16), e(g)
+    want16 = (rms16.weight.double() * h16.double() / h16.double().pow(2).mean(-1, keepdim=True).add(1e-6).sqrt())
     ref = (torch.nn.functional.silu(a), b * torch.sigmoid(1.702 * b),
            torch.nn.functional.silu(torch.nn.functional.group_norm(img.double(), 4, gn.norm.weight.double(),
                                                                    gn.norm.bias.double())).float(),
-           (rms.weight.double() * h.double() / h.double().pow(2).mean(-1, keepdim=True).add(1e-6).sqrt()).float())
-print("match", *(bool(torch.allclose(o, r, atol=1e-5)) for o, r in zip((y, z, v, u), ref)))
+           (rms.weight.double() * h.double() / h.double().pow(2).mean(-1, keepdim=True).add(1e-6).sqrt()).float(),
+           None, torch.nn.functional.gelu(g, approximate="tanh"))
+close = [bool(torch.allclose(o, r, atol=1e-5)) for o, r in zip((y, z, v, u), ref[:4])]
+close.append(bool(((o16.double() - want16).abs() <= 2 * 2.0 ** -8 * want16.abs() + 1e-30).all()))
+close.append(bool(torch.allclose(ge, ref[5], atol=1e-5)))
+print("match", *close)
