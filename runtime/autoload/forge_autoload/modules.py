@@ -38,6 +38,7 @@ The op's calls are counted in libforge.so's report as every override's are;
 import hashlib
 import json
 import os
+import struct
 import sys
 import types
 
@@ -92,6 +93,8 @@ def _value_key(torch, v):
     the plan cannot key on (the original forward runs)."""
     if isinstance(v, torch.Tensor):
         return ("T",) + _tensor_key(torch, v)
+    if isinstance(v, float):  # by its bits: -0.0 is not 0.0 (x / s), and a NaN equals itself
+        return ("float", struct.pack("<d", v))
     if isinstance(v, _PLAIN):
         return (type(v).__name__, v)
     if isinstance(v, (tuple, list)):
@@ -105,22 +108,72 @@ _MODULE_INTERNALS = set()  # the attributes every nn.Module has (hooks, _paramet
 def _attr_key(torch, v):
     """An attribute in the call key: its value where it is plain (or a tuple or
     list of plain values), else its identity (a function, a config object: the
-    forward may read anything of it)."""
+    forward may read anything of it) with the plain values of its own
+    attributes (a config's `scale`, which the forward may read as a number)."""
     try:
         return _value_key(torch, v)
     except TypeError:
-        return ("id", id(v))
+        fields = []
+        for n, x in sorted(getattr(v, "__dict__", {}).items()) if not isinstance(v, type) else ():
+            try:
+                fields.append((n, _value_key(torch, x)))
+            except TypeError:
+                pass
+        return ("id", id(v), tuple(fields))
 
 
-def _call_key(torch, mod, args, kwargs):
+def _outside_reads(cls, original):
+    """Where the class's own code reads names from outside the module: (the
+    module globals, name) for each global name its functions use (a SCALE the
+    forward multiplies by), and the forward's closure cells. A plain value
+    there is part of the call key; the values are read per call."""
+    fns = [original] + [getattr(f, "__func__", f) for n, f in vars(cls).items() if n != "forward"]
+    reads = []
+    for fn in fns:
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            continue
+        todo = [code]
+        while todo:
+            c = todo.pop()
+            todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+            reads += [(fn.__globals__, n) for n in c.co_names if n in fn.__globals__]
+    cells = tuple(getattr(original, "__closure__", None) or ())
+    return reads, cells
+
+
+def _outside_key(torch, reads, cells):
+    out = []
+    for g, n in reads:
+        v = g.get(n)
+        if isinstance(v, _PLAIN):
+            out.append((n, _value_key(torch, v)))
+    for c in cells:
+        try:
+            v = c.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(v, _PLAIN):
+            out.append(_value_key(torch, v))
+    return tuple(out)
+
+
+def _call_key(torch, mod, args, kwargs, outside=((), ())):
     """The call signature a plan is kept for: the arguments (and which of them
-    are one tensor), and for the module and each submodule its class, its
-    other attributes, parameters and buffers."""
+    are one tensor, or the module's own parameter), for the module and each
+    submodule its class, its other attributes, parameters and buffers, and
+    the plain values the class's code reads from its module's globals or the
+    forward's closure (_outside_reads)."""
     flat = list(args) + [kwargs[n] for n in sorted(kwargs)]
     first = {}
     same = tuple(first.setdefault(id(a), i) for i, a in enumerate(flat) if isinstance(a, torch.Tensor))
+    # An argument that is the module's own parameter or buffer (m(m.weight)):
+    # a plan recorded so reads it through the argument.
+    own = {id(t): n for n, t in list(mod.named_parameters()) + list(mod.named_buffers())}
+    owned = tuple(own.get(id(a)) for a in flat if isinstance(a, torch.Tensor))
     k = [tuple(_value_key(torch, a) for a in args), tuple((n, _value_key(torch, kwargs[n])) for n in sorted(kwargs)),
-         same]
+         same, owned]
+    k.append(_outside_key(torch, *outside))
     for prefix, sub in mod.named_modules():
         k.append((prefix, type(sub)))
         k.append(tuple((n, _attr_key(torch, v)) for n, v in sub.__dict__.items() if n not in _MODULE_INTERNALS))
@@ -224,70 +277,56 @@ def _number_of(rec, v):
     return (isinstance(v, float) and rec.get("dtype") == "float64") or (isinstance(v, int) and rec.get("dtype") == "int64")
 
 
-def _call_order(torch, calls, ops):
+def _call_order(torch, calls, ops, result):
     """The chain op each recorded call is, in call order, or None. The chain
     lists its ops in one order of their data flow; a forward whose flow
     branches (MinGPT's GELU, Gemma's RMSNorm casting its weight beside x) may
-    run them in another. A call can be an op of its name and constants whose
-    op inputs are calls already made and whose chain inputs are the tensors
-    earlier calls read there; a depth-first search over those choices (a
-    chain has a dozen ops)."""
-    n = len(calls)
-    values = [None] * n
-    for c, (func, a, kw, _) in enumerate(calls):
-        values[c] = (func, _schema_values(func, a, kw))
-    order, done, seen = [], {}, {}  # done: chain op -> its call's results; seen: chain input -> id
+    run them in another. Walking back from the returned tensor pins every op:
+    the call that returned it is the last op, and each op's op inputs are
+    the calls that produced the tensors it read (linear in the calls)."""
+    if len(calls) != len(ops):
+        return None
+    producers = {}  # id(tensor) -> [(call, output)], in call order
+    for c, (_, _, _, out) in enumerate(calls):
+        for k, o in enumerate(out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(o, torch.Tensor):
+                producers.setdefault(id(o), []).append((c, k))
 
-    def fits(c, j):
-        func, vals = values[c]
-        op = ops[j]
-        if func._schema.name != op["op"] or func._schema.overload_name != (op.get("overload") or ""):
+    def producer(t, before):
+        """The last call before `before` that returned tensor t: (call, output)."""
+        found = [p for p in producers.get(id(t), ()) if p[0] < before] if isinstance(t, torch.Tensor) else []
+        return found[-1] if found else None
+
+    first = result[0] if isinstance(result, (tuple, list)) and result else result
+    last = producer(first, len(calls))
+    if last is None or last[1] != 0:
+        return None
+    call_of = {len(ops) - 1: last[0]}
+    for j in range(len(ops) - 1, -1, -1):
+        c = call_of.get(j)
+        if c is None:
             return None
-        recs = op.get("args", [])
-        vals = trim_cast(torch, func, vals, recs)
-        if vals is None or len(vals) != len(recs):
+        func, a, kw, _ = calls[c]
+        if func._schema.name != ops[j]["op"] or func._schema.overload_name != (ops[j].get("overload") or ""):
             return None
-        bound = {}
-        for v, rec in zip(vals, recs):
+        recs = ops[j].get("args", [])
+        values = trim_cast(torch, func, _schema_values(func, a, kw), recs)
+        if values is None or len(values) != len(recs):
+            return None
+        for v, rec in zip(values, recs):
             ref = rec.get("ref") if isinstance(rec, dict) else None
-            if ref is None:
-                if not same_constant(torch, v, rec):
-                    return None
-            elif "op" in ref:
-                src = done.get(int(ref["op"]))
-                k = int(ref.get("output", 0))
-                if src is None or k >= len(src) or v is not src[k]:
-                    return None
-            elif isinstance(v, torch.Tensor):
-                k = int(ref["input"])
-                if seen.get(k, id(v)) != id(v) or bound.get(k, id(v)) != id(v):
-                    return None
-                bound[k] = id(v)
-        return bound
-
-    def search(c):
-        if c == n:
-            return True
-        out = calls[c][3]
-        for j in range(len(ops)):
-            if j in done:
+            if ref is None or "op" not in ref:
                 continue
-            bound = fits(c, j)
-            if bound is None:
-                continue
-            fresh = [k for k in bound if k not in seen]
-            seen.update(bound)
-            done[j] = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-            order.append(j)
-            if search(c + 1):
-                return True
-            order.pop()
-            del done[j]
-            for k in fresh:
-                del seen[k]
-        return False
-
-    return list(order) if search(0) else None
+            k = int(ref["op"])
+            p = producer(v, c)
+            if p is None or k >= j or p[1] != int(ref.get("output", 0)) or call_of.setdefault(k, p[0]) != p[0]:
+                return None
+    if len(set(call_of.values())) != len(ops):
+        return None
+    order = [None] * len(calls)
+    for j, c in call_of.items():
+        order[c] = j
+    return order
 
 
 def _plan(torch, entry, mod, args, kwargs, calls, result):
@@ -313,7 +352,7 @@ def _plan(torch, entry, mod, args, kwargs, calls, result):
     for n, t in mod.named_buffers():
         known.setdefault(id(t), ("buffer", n))
     sources = [None] * int(chain["inputs"])
-    order = _call_order(torch, calls, ops)
+    order = _call_order(torch, calls, ops, result)
     if order is None:
         return None, "its forward's ops %s are not the chain's" % names
     outs = {}  # chain op -> its results
@@ -415,13 +454,14 @@ def _patch(cls, entries):
         ops.append(getattr(getattr(torch.ops, ns), name))
     # Per module instance: call key -> (op, sources), or None: the original forward.
     plans = weakref.WeakKeyDictionary()
+    outside = _outside_reads(cls, original)
 
     @functools.wraps(original)
     def forward(self, *args, **kwargs):
         if type(self) is not cls or _needs_original(torch, self, args, kwargs):
             return original(self, *args, **kwargs)
         try:
-            key = _call_key(torch, self, args, kwargs)
+            key = _call_key(torch, self, args, kwargs, outside)
         except TypeError:
             return original(self, *args, **kwargs)
         mine = plans.setdefault(self, {})

@@ -6,6 +6,8 @@ stand-ins computing the chain in torch, so no forge build is needed; each case
 checks the patched forward's results against the original math. Exit 77: no torch."""
 import os
 import sys
+import time
+import types
 
 try:
     import torch
@@ -16,7 +18,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "ru
 from forge_autoload import modules  # noqa: E402
 
 lib = torch.library.Library("forge_chain", "DEF")
-calls = {"add_relu": 0, "add_relu_mul": 0, "relu_then": 0, "scale": 0, "branches": 0, "gemma": 0}
+calls = {"add_relu": 0, "add_relu_mul": 0, "relu_then": 0, "scale": 0, "branches": 0, "gemma": 0, "div_exp": 0,
+         "exps": 0}
 
 
 def define(name, schema, fn):
@@ -33,6 +36,9 @@ define("add_relu_mul", "(Tensor x, Tensor a) -> Tensor", lambda x, a: torch.relu
 define("relu_then", "(Tensor x) -> Tensor", lambda x: torch.sigmoid(torch.relu(x)))
 define("scale", "(Tensor x, Tensor k) -> Tensor", lambda x, k: torch.sigmoid(x) * k)
 define("branches", "(Tensor x) -> Tensor", lambda x: torch.exp(x) * torch.tanh(x))
+define("div_exp", "(Tensor x, Tensor s) -> Tensor", lambda x, s: torch.exp(x / s))
+define("exps", "(" + ", ".join("Tensor t%d" % k for k in range(10)) + ") -> Tensor",
+       lambda *t: sum(torch.exp(x) for x in t))
 define("gemma", "(Tensor w, Tensor x) -> Tensor", lambda w, x: (torch.sigmoid(x.float()) * torch.exp(w.float())).type_as(x))
 
 
@@ -95,6 +101,35 @@ class BranchesSwapped(torch.nn.Module):  # the same ops, the product's operands 
         return torch.tanh(x) * torch.exp(x)
 
 
+SCALE = 2.0  # a module global the forward reads
+
+
+class DivExp(torch.nn.Module):  # x / s, s a Python number: an argument, an attribute's field or a global
+    def __init__(self):
+        super().__init__()
+        self.cfg = types.SimpleNamespace(scale=2.0)
+
+    def forward(self, x, s=None):
+        return torch.exp(x / (s if s is not None else self.cfg.scale if self.cfg.scale != 2.0 else SCALE))
+
+
+class AddOwn(torch.nn.Module):  # x + w, called once with its own weight as x
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(3, 8))
+
+    def forward(self, x):
+        return torch.relu(x + self.w)
+
+
+class Exps(torch.nn.Module):  # ten exps summed; the chain adds in another order than this forward
+    def forward(self, *t):
+        r = torch.exp(t[0])
+        for x in t[1:]:
+            r = torch.exp(x) + r
+        return r
+
+
 class GemmaLike(torch.nn.Module):  # two casts of one kind, x's first in the forward, w's first in the chain
     def __init__(self):
         super().__init__()
@@ -129,6 +164,18 @@ modules._patch(GemmaLike, [entry("gemma", [{"dtype": "bfloat16", "sizes": [8]}, 
     {"op": "aten::sigmoid", "overload": "", "args": [out(2)]},
     {"op": "aten::mul", "overload": "Tensor", "args": [out(3), out(1)]},
     {"op": "aten::_to_copy", "overload": "", "args": [out(4), {"type": "ScalarType", "value": "bfloat16"}]}])])
+
+NUM = {"dtype": "float64", "sizes": []}
+modules._patch(DivExp, [entry("div_exp", [T, NUM], [
+    {"op": "aten::div", "overload": "Tensor", "args": [inp(0), inp(1)]},
+    {"op": "aten::exp", "overload": "", "args": [out(0)]}])])
+modules._patch(AddOwn, [entry("add_relu", [T, T], [add, relu])])
+exps = [{"op": "aten::exp", "overload": "", "args": [inp(k)]} for k in range(10)]
+acc = 0
+for k in range(1, 10):  # the chain's adds: exp(t0) + exp(tk), ...: this forward adds exp(tk) + r
+    exps.append({"op": "aten::add", "overload": "Tensor", "args": [out(acc), out(k), ONE]})
+    acc = len(exps) - 1
+modules._patch(Exps, [entry("exps", [T] * 10, exps)])
 
 failures = []
 
@@ -182,6 +229,32 @@ with torch.no_grad():
     want = (torch.sigmoid(y.to(torch.bfloat16).float()) * torch.exp(g.w.float())).type_as(xb)
     check("casts the chain lists in another order, type_as's layout and device", g(y.to(torch.bfloat16)).float(),
           want.float(), fused=True, name="gemma")
+
+    neg = -torch.rand(3, 8) - 0.5
+    d = DivExp()
+    d(neg, 0.0)
+    calls["div_exp"] = 0
+    check("-0.0 after 0.0", d(neg, -0.0), torch.exp(neg / -0.0))
+    d(x)  # SCALE, 2.0
+    d(x)
+    SCALE = 3.0
+    check("a module global the forward reads, changed", d(x), torch.exp(x / 3.0))
+    d.cfg.scale = 4.0
+    check("a field of a config attribute, changed", d(x), torch.exp(x / 4.0))
+
+    o = AddOwn()
+    o(o.w)
+    check("its own weight as the argument, then another tensor", o(y), torch.relu(y + o.w))
+
+    e8 = Exps()
+    t0 = time.perf_counter()
+    ts = list(torch.randn(10, 3, 8))
+    e8(*ts)
+    got = e8(*ts)
+    if time.perf_counter() - t0 > 5:
+        failures.append("a forward that is not the chain took %.1f s to refuse" % (time.perf_counter() - t0))
+    check("ten exps added the other way round: not the chain", got, sum(torch.exp(t) for t in ts), fused=False,
+          name="exps")
 
 print("\n".join(failures) or "ok")
 sys.exit(1 if failures else 0)
