@@ -137,7 +137,9 @@ def _outside_reads(cls, original):
         while todo:
             c = todo.pop()
             todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-            reads += [(fn.__globals__, n) for n in c.co_names if n in fn.__globals__]
+            # Names bound to plain values now (a module, a class or a function
+            # rebound to a number later is not expected): read per call.
+            reads += [(fn.__globals__, n) for n in c.co_names if isinstance(fn.__globals__.get(n, 0), _PLAIN)]
     cells = tuple(getattr(original, "__closure__", None) or ())
     return reads, cells
 
@@ -167,18 +169,19 @@ def _call_key(torch, mod, args, kwargs, outside=((), ())):
     flat = list(args) + [kwargs[n] for n in sorted(kwargs)]
     first = {}
     same = tuple(first.setdefault(id(a), i) for i, a in enumerate(flat) if isinstance(a, torch.Tensor))
-    # An argument that is the module's own parameter or buffer (m(m.weight)):
-    # a plan recorded so reads it through the argument.
-    own = {id(t): n for n, t in list(mod.named_parameters()) + list(mod.named_buffers())}
-    owned = tuple(own.get(id(a)) for a in flat if isinstance(a, torch.Tensor))
     k = [tuple(_value_key(torch, a) for a in args), tuple((n, _value_key(torch, kwargs[n])) for n in sorted(kwargs)),
-         same, owned]
-    k.append(_outside_key(torch, *outside))
+         same, _outside_key(torch, *outside)]
+    own = {}  # id -> the module's own parameter or buffer
     for prefix, sub in mod.named_modules():
         k.append((prefix, type(sub)))
         k.append(tuple((n, _attr_key(torch, v)) for n, v in sub.__dict__.items() if n not in _MODULE_INTERNALS))
         for table in (sub._parameters, sub._buffers):
             k.append(tuple((n, None if t is None else _tensor_key(torch, t)) for n, t in table.items()))
+            for n, t in table.items():
+                own[id(t)] = (prefix, n)
+    # An argument that is the module's own parameter or buffer (m(m.weight)):
+    # a plan recorded so reads it through the argument.
+    k.append(tuple(own.get(id(a)) for a in flat if isinstance(a, torch.Tensor)))
     return tuple(k)
 
 
