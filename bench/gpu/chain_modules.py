@@ -1,6 +1,6 @@
 # Chain modules on CUDA at model-like sizes (bench/gpu/chains.sh): each module's forward, ms/iter,
 # medians of CUDA events; CH_COMPILE=1 compiles each module.
-import os, statistics, sys
+import math, os, statistics, sys
 import torch
 import torch.nn.functional as F
 
@@ -27,11 +27,20 @@ class RMSNorm(torch.nn.Module):
         hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
         return self.weight * hidden_states.to(input_dtype)
 
+class RMSNorm16(RMSNorm):  # the same forward on bfloat16: its casts are chain ops
+    pass
+
+class NewGELU(torch.nn.Module):  # as MinGPT spells it
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
 torch.manual_seed(0)
 dev = "cuda"
 mods = {"swish": (Swish(), torch.randn(64, 1 << 20, device=dev)),
         "gn_silu": (GroupNormSiLU().to(dev).to(torch.bfloat16), torch.randn(2, 512, 128, 128, device=dev, dtype=torch.bfloat16)),
-        "rms": (RMSNorm(4096).to(dev), torch.randn(4, 2048, 4096, device=dev))}
+        "rms": (RMSNorm(4096).to(dev), torch.randn(4, 2048, 4096, device=dev)),
+        "rms16": (RMSNorm16(4096).to(dev).to(torch.bfloat16), torch.randn(4, 2048, 4096, device=dev, dtype=torch.bfloat16)),
+        "gelu": (NewGELU(), torch.randn(8, 1024, 3072, device=dev))}
 comp = os.environ.get("CH_COMPILE")
 iters = int(os.environ.get("CH_ITERS", "20"))
 with torch.no_grad():
