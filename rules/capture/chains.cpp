@@ -127,7 +127,7 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
     for (int i : ids) {
       const json& e = entries[static_cast<size_t>(i)];
       ch.entries.push_back(i);
-      ch.ops.push_back(e.value("op", ""));
+      ch.ops.push_back(cast_dtype(e).empty() ? e.value("op", "") : "_to_copy");  // a cast as the chain runs it
       ch.signatures.push_back(e.value("signature", ""));
       ch.time_us += e.value("time_us", 0.0);
     }

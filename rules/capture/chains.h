@@ -19,7 +19,7 @@ namespace forge {
 
 struct Chain {
   std::vector<int> entries;          // indices into the capture record's "entries", in data-flow order
-  std::vector<std::string> ops;      // their ops ("pow.Tensor_Scalar", "mean.dim", ...)
+  std::vector<std::string> ops;      // their ops ("pow.Tensor_Scalar", "mean.dim", ...; a cast "_to_copy")
   std::vector<std::string> signatures;
   long calls = 0;                    // calls of each op (all equal)
   double time_us = 0;                // the ops' time together

@@ -73,7 +73,7 @@ std::optional<Chain> group_chain(const json& entries, const std::vector<int>& gr
     ready.erase(ready.begin());
     const json& e = entries[static_cast<size_t>(i)];
     ch.entries.push_back(i);
-    ch.ops.push_back(e.value("op", ""));
+    ch.ops.push_back(cast_dtype(e).empty() ? e.value("op", "") : "_to_copy");  // a cast as the chain runs it
     ch.signatures.push_back(e.value("signature", ""));
     ch.time_us += e.value("time_us", 0.0);
     for (int j : succ[i])

@@ -366,6 +366,7 @@ TEST_CASE("a cast into a fresh tensor is a chain op: _to_copy of its source, its
   json rec = {{"entries", {cast, entry("exp", 2, 1)}}, {"flows", {flow(0, 1, 2)}}, {"produced", {produced(0, 2), produced(1, 2)}}};
   auto chains = find_chains(rec, "cpu");
   REQUIRE(chains.size() == 1);
+  CHECK(chains[0].ops == std::vector<std::string>{"_to_copy", "exp"});  // as forge status lists it
   std::string why;
   auto t = chain_target("m", rec, chains[0], &why);
   REQUIRE_MESSAGE(t, why);
