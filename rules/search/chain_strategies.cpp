@@ -105,6 +105,11 @@ std::string sizes_check(size_t k, const char* list, const std::vector<int64_t>& 
 // outside the pointwise table, an out= or in-place one, a scalar the table
 // cannot take. `epilogue`: every operand is an earlier op's result (the
 // template's own output is t0), none a chain input.
+// A chain tensor as the generated code names it: input k is in[k], op j's result tJ.
+std::string operand(const json& ref) {
+  return ref.contains("input") ? "in[" + std::to_string(ref.value("input", 0)) + "]" : "t" + std::to_string(ref.value("op", 0));
+}
+
 // `stop`: the ops before it only; `given`: that op's line is `tJ = r`, a value
 // the template computed (a reduction's).
 std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::string* why, size_t stop = SIZE_MAX,
@@ -126,30 +131,23 @@ std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::st
       return *why = where + " writes into an out= buffer, which the chain takes as an input it changes", "";
     const json& args = op.value("args", json::array());
     auto it = table().find(full);
-    if (full == "_to_copy") {
-      // A cast: the chain computes in fp32, so one to a 16-bit type rounds there.
-      const json ref = args.size() == 2 && is_tensor(args[0]) ? args[0].value("ref", json::object()) : json::object();
-      const std::string to = args.size() == 2 ? args[1].value("value", "") : "";
-      const char* round = to == "float32" ? "" : to == "bfloat16" ? "pw_round_bf16" : to == "float16" ? "pw_round_f16" : nullptr;
-      if (!round) return *why = where + " casts to " + (to.empty() ? "an unknown type" : to), "";
-      if (ref.contains("input") && epilogue)
-        return *why = where + " reads a tensor from outside the chain, which a template's epilogue cannot", "";
-      if (!ref.contains("input") && ref.value("output", 0) != 0) return *why = where + " reads an op's second output", "";
-      const std::string operand = ref.contains("input") ? "in[" + std::to_string(ref.value("input", 0)) + "]"
-                                                        : "t" + std::to_string(ref.value("op", 0));
-      body += "  const V t" + std::to_string(j) + " = " + round + "(" + operand + ");  // _to_copy to " + to + "\n";
-      continue;
-    }
-    if (it == table().end()) return *why = where + " is not in the pointwise table", "";
+    if (it == table().end() && full != "_to_copy") return *why = where + " is not in the pointwise table", "";
     std::vector<std::string> operands;
     for (const auto& a : args) {
       if (!is_tensor(a)) continue;
       const json& ref = a.value("ref", json());
       if (ref.contains("input") && epilogue)
         return *why = where + " reads a tensor from outside the chain, which a template's epilogue cannot", "";
-      if (ref.contains("input")) operands.push_back("in[" + std::to_string(ref["input"].get<int>()) + "]");
-      else if (ref.value("output", 0) != 0) return *why = where + " reads an op's second output", "";
-      else operands.push_back("t" + std::to_string(ref.value("op", 0)));
+      if (!ref.contains("input") && ref.value("output", 0) != 0) return *why = where + " reads an op's second output", "";
+      operands.push_back(operand(ref));
+    }
+    if (full == "_to_copy") {
+      // A cast: the chain computes in fp32, so one to a 16-bit type rounds there.
+      const std::string to = args.size() == 2 ? args[1].value("value", "") : "";
+      const char* round = to == "float32" ? "" : to == "bfloat16" ? "pw_round_bf16" : to == "float16" ? "pw_round_f16" : nullptr;
+      if (!round || operands.size() != 1) return *why = where + " casts to " + (to.empty() ? "an unknown type" : to), "";
+      body += "  const V t" + std::to_string(j) + " = " + round + "(" + operands[0] + ");  // _to_copy to " + to + "\n";
+      continue;
     }
     const bool binary = it->second.binary;
     if (operands.size() != (binary ? 2u : 1u)) return *why = where + " takes " + std::to_string(operands.size()) + " tensors", "";
@@ -334,8 +332,7 @@ std::string reduce_definition(const Target& t, std::string* why) {
   const json ref = args[0].value("ref", json::object());
   if (!ref.is_object() || (!ref.contains("input") && !ref.contains("op"))) return *why = where + " reads no chain tensor", "";
   if (ref.value("output", 0) != 0) return *why = where + " reduces an op's second output", "";
-  const std::string operand = ref.contains("input") ? "in[" + std::to_string(ref.value("input", 0)) + "]"
-                                                    : "t" + std::to_string(ref.value("op", 0));
+  const std::string reduced = operand(ref);
   std::string list, shapes;
   if (!chain_inputs(t, &list, &shapes, why)) return "";
   std::string pre_why;
@@ -351,7 +348,7 @@ std::string reduce_definition(const Target& t, std::string* why) {
   text += "constexpr int64_t kRedOuter = " + std::to_string(product(out_sizes, 0, ud)) +
           ", kRedN = " + std::to_string(out_sizes[ud]) + ", kRedInner = " + std::to_string(product(out_sizes, ud + 1)) + ";\n";
   text += "// What is reduced at element j (the template reduces it over kRedN).\n";
-  text += "template <class V>\nPW_FN V chain_pre(const V* in) {\n" + pre + "  const V v = " + operand + ";\n  return " +
+  text += "template <class V>\nPW_FN V chain_pre(const V* in) {\n" + pre + "  const V v = " + reduced + ";\n  return " +
           (norm ? "v * v" : "v") + ";\n}\n";
   text += "template <class V>\nPW_FN V chain_finish(V acc) {\n  return " +
           std::string(kind == "mean" ? "acc / pw_k(static_cast<float>(kRedN))" : norm ? "pw_sqrt(acc)" : "acc") + ";\n}\n";
