@@ -40,6 +40,13 @@ std::string cast_dtype(const json& e) {
   return dst.value("dtype", "");
 }
 
+void append_entry(Chain& ch, int i, const json& e) {
+  ch.entries.push_back(i);
+  ch.ops.push_back(cast_dtype(e).empty() ? e.value("op", "") : "_to_copy");  // a cast as the chain runs it
+  ch.signatures.push_back(e.value("signature", ""));
+  ch.time_us += e.value("time_us", 0.0);
+}
+
 bool chain_op_eligible(const json& e, const std::string& backend) {
   if (!cast_dtype(e).empty()) return !inherent_reason(e, backend).has_value();
   if (e.value("kind", "kernel") != "kernel") return false;
@@ -124,13 +131,7 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
   };
   auto chain_of = [&](const std::vector<int>& ids) {
     Chain ch;
-    for (int i : ids) {
-      const json& e = entries[static_cast<size_t>(i)];
-      ch.entries.push_back(i);
-      ch.ops.push_back(cast_dtype(e).empty() ? e.value("op", "") : "_to_copy");  // a cast as the chain runs it
-      ch.signatures.push_back(e.value("signature", ""));
-      ch.time_us += e.value("time_us", 0.0);
-    }
+    for (int i : ids) append_entry(ch, i, entries[static_cast<size_t>(i)]);
     ch.calls = calls_of(ids.front());
     set_module(ch);
     return ch;

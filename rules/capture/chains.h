@@ -37,6 +37,9 @@ struct Chain {
 // one under that op): a chain op `_to_copy(src, dtype)`; else "".
 std::string cast_dtype(const nlohmann::json& entry);
 
+// Adds capture entry i (`e`) to the chain's ops, signatures and time.
+void append_entry(Chain& ch, int i, const nlohmann::json& e);
+
 // Whether a captured entry can be an op of a chain: a kernel that could be a
 // target on `backend` (selection.h, inherent_reason), not a GEMM or convolution;
 // or a cast (cast_dtype).

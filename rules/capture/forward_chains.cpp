@@ -71,11 +71,7 @@ std::optional<Chain> group_chain(const json& entries, const std::vector<int>& gr
   while (!ready.empty()) {
     const int i = *ready.begin();
     ready.erase(ready.begin());
-    const json& e = entries[static_cast<size_t>(i)];
-    ch.entries.push_back(i);
-    ch.ops.push_back(cast_dtype(e).empty() ? e.value("op", "") : "_to_copy");  // a cast as the chain runs it
-    ch.signatures.push_back(e.value("signature", ""));
-    ch.time_us += e.value("time_us", 0.0);
+    append_entry(ch, i, entries[static_cast<size_t>(i)]);
     for (int j : succ[i])
       if (--indegree[j] == 0) ready.insert(j);
   }
