@@ -27,8 +27,10 @@ bool is_gemm_or_conv(const std::string& op) {
 }  // namespace
 
 std::string cast_dtype(const json& e) {
-  static const std::set<std::string> casts = {"to.dtype", "to.dtype_layout", "to.other", "to.device",
-                                              "type_as", "_to_copy", "float", "half", "bfloat16"};
+  // softmax(x, dim, dtype=float32) casts its input before _softmax (not on CUDA half: _softmax's half_to_float).
+  static const std::set<std::string> casts = {"to.dtype", "to.dtype_layout", "to.other", "to.device", "type_as",
+                                              "_to_copy", "float", "half", "bfloat16", "softmax.int",
+                                              "log_softmax.int"};
   if (e.value("op", "") != "copy_" || !casts.count(e.value("outer_op", ""))) return "";
   const json args = e.value("args", json::array());
   if (args.size() < 2 || !args[0].is_object() || !args[1].is_object()) return "";

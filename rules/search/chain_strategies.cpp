@@ -110,10 +110,32 @@ std::string operand(const json& ref) {
   return ref.contains("input") ? "in[" + std::to_string(ref.value("input", 0)) + "]" : "t" + std::to_string(ref.value("op", 0));
 }
 
+// The dtype of op j's result: as a later op reads it, or `last` (the chain's
+// output's) for the last op; "" where no op reads it.
+std::string result_dtype(const json& ops, size_t j, const std::string& last) {
+  if (j + 1 == ops.size()) return last;
+  for (size_t k = j + 1; k < ops.size(); ++k)
+    for (const auto& a : ops[k].value("args", json::array())) {
+      const json ref = is_tensor(a) ? a.value("ref", json()) : json();
+      if (ref.is_object() && !ref.contains("input") && ref.value("op", -1) == static_cast<int>(j) &&
+          ref.value("output", 0) == 0)
+        return a.value("dtype", "");
+    }
+  return "";
+}
+
+// `expr` rounded to a 16-bit result's precision, as the stock op stores it:
+// the chain computes in fp32, so each op of a bf16 chain rounds where stock does.
+std::string rounded(const std::string& expr, const std::string& dtype) {
+  if (dtype == "bfloat16") return "pw_round_bf16(" + expr + ")";
+  if (dtype == "float16") return "pw_round_f16(" + expr + ")";
+  return expr;
+}
+
 // `stop`: the ops before it only; `given`: that op's line is `tJ = r`, a value
-// the template computed (a reduction's).
-std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::string* why, size_t stop = SIZE_MAX,
-                           size_t given = SIZE_MAX) {
+// the template computed (a reduction's). `last`: the chain output's dtype.
+std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::string* why, const std::string& last,
+                           size_t stop = SIZE_MAX, size_t given = SIZE_MAX) {
   std::string body;
   for (size_t j = first; j < ops.size() && j < stop; ++j) {
     const json& op = ops[j];
@@ -123,7 +145,8 @@ std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::st
     const std::string full = name + (overload.empty() ? "" : "." + overload);
     const std::string where = "op " + std::to_string(j) + " (" + full + ")";
     if (j == given) {
-      body += "  const V t" + std::to_string(j) + " = r;  // " + full + ", computed by the template\n";
+      body += "  const V t" + std::to_string(j) + " = " + rounded("r", result_dtype(ops, j, last)) + ";  // " + full +
+              ", computed by the template\n";
       continue;
     }
     if (!name.empty() && name.back() == '_') return *why = where + " is in place", "";
@@ -185,8 +208,9 @@ std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::st
     const std::string scalars = "PwScalars{" + number(s[0]) + ", " + number(s[1]) + ", " + number(s[2]) + ", " +
                                 std::to_string(has_lo) + ", " + std::to_string(has_hi) + ", " +
                                 std::to_string(tanh_approx) + "}";
-    body += "  const V t" + std::to_string(j) + " = " + (binary ? "pw_op_binary<" : "pw_op_unary<") + code + ">(" +
-            operands[0] + (binary ? ", " + operands[1] : "") + ", " + scalars + ");  // " + full + "\n";
+    const std::string value = std::string(binary ? "pw_op_binary<" : "pw_op_unary<") + code + ">(" + operands[0] +
+                              (binary ? ", " + operands[1] : "") + ", " + scalars + ")";
+    body += "  const V t" + std::to_string(j) + " = " + rounded(value, result_dtype(ops, j, last)) + ";  // " + full + "\n";
   }
   return body;
 }
@@ -209,9 +233,11 @@ bool chain_inputs(const Target& t, std::string* list, std::string* shapes, std::
     const std::vector<int64_t> sizes = sizes_of(a);
     const std::string where = "input " + std::to_string(k) + " (" + a.value("name", "") + ")";
     std::string entry;
-    auto add = [&](const char* type, const char* dt, const char* mode, int64_t inner, int64_t n) {
+    auto add = [&](const char* type, const char* dt, const char* mode, int64_t inner, int64_t n, int64_t inner2 = 1,
+                   int64_t n2 = 1) {
       entry = std::string(" X(") + std::to_string(k) + ", " + type + ", " + dt + ", " + mode + ", " +
-              std::to_string(inner) + ", " + std::to_string(n) + ")";
+              std::to_string(inner) + ", " + std::to_string(n) + ", " + std::to_string(inner2) + ", " +
+              std::to_string(n2) + ")";
     };
     if (!is_tensor(a)) return *why = where + " is not a tensor", false;
     if ((dtype == "float64" || dtype == "int64") && product(sizes) == 1 && a.value("device", "cpu") == "cpu") {
@@ -225,21 +251,30 @@ bool chain_inputs(const Target& t, std::string* list, std::string* shapes, std::
       add(storage(dtype), abi_dtype(dtype), "CHAIN_FULL", 1, numel);
     } else {
       // Broadcast: sizes align from the right; the dims where the input is not
-      // 1 must be one span [lo, hi) of the output's, where it matches them.
+      // 1 must be at most two runs [lo, hi) of the output's dims, where they
+      // match them (a mask of [batch, 1, q, k] for [batch, heads, q, k]). A
+      // dim of size 1 in both continues a run.
       if (sizes.size() > out_sizes.size()) return *why = where + " has more dims than the output", false;
       const size_t off = out_sizes.size() - sizes.size();
-      size_t lo = out_sizes.size(), hi = 0;
+      std::vector<std::pair<size_t, size_t>> runs;
+      bool open = false;
       for (size_t d = 0; d < sizes.size(); ++d) {
-        if (sizes[d] == 1) continue;
+        if (sizes[d] == 1) {
+          open = open && out_sizes[off + d] == 1;
+          continue;
+        }
         if (sizes[d] != out_sizes[off + d]) return *why = where + " does not broadcast to the output", false;
-        lo = std::min(lo, off + d);
-        hi = off + d + 1;
+        if (open) runs.back().second = off + d + 1;
+        else runs.push_back({off + d, off + d + 1});
+        open = true;
       }
-      if (lo > hi) lo = hi = out_sizes.size();  // one element
-      for (size_t d = lo; d < hi; ++d)
-        if (out_sizes[d] != 1 && (d < off || sizes[d - off] == 1))
-          return *why = where + " broadcasts along dims that are not adjacent", false;
-      add(storage(dtype), abi_dtype(dtype), "CHAIN_BCAST", product(out_sizes, hi), product(out_sizes, lo, hi));
+      if (runs.size() > 2) return *why = where + " broadcasts along more than two runs of dims", false;
+      const size_t end = out_sizes.size();
+      const auto inner = runs.empty() ? std::make_pair(end, end) : runs.back();  // empty: one element
+      const auto outer = runs.size() == 2 ? runs.front() : std::make_pair(end, end);
+      add(storage(dtype), abi_dtype(dtype), "CHAIN_BCAST", product(out_sizes, inner.second),
+          product(out_sizes, inner.first, inner.second), product(out_sizes, outer.second),
+          product(out_sizes, outer.first, outer.second));
     }
     *list += entry;
     if (dtype != "float64" && dtype != "int64") *shapes += sizes_check(k, "inputs", sizes);
@@ -254,7 +289,7 @@ std::string chain_header(const Target& t, const std::string& list) {
          "#define CHAIN_Y " + storage(out_dtype) + "\n" +                   //
          "#define CHAIN_Y_DTYPE " + abi_dtype(out_dtype) + "\n" +           //
          "constexpr int64_t kChainNumel = " + std::to_string(product(sizes_of(t.outputs[0]))) + ";\n" +
-         "// X(input, storage type, forge dtype, CHAIN_FULL | CHAIN_BCAST | CHAIN_VALUE, inner, n)\n" +
+         "// X(input, storage type, forge dtype, CHAIN_FULL | CHAIN_BCAST | CHAIN_VALUE, inner, n, inner2, n2)\n" +
          "#define CHAIN_INPUT_LIST(X)" + list + "\n";
 }
 
@@ -281,7 +316,7 @@ std::string chain_definition(const Target& t, std::string* why) {
   if (ops.empty()) return *why = "not a chain", "";
   std::string list, shapes, text;
   if (!output_ok(t, why) || !chain_inputs(t, &list, &shapes, why)) return "";
-  std::string body = pointwise_body(ops, 0, /*epilogue=*/false, why);
+  std::string body = pointwise_body(ops, 0, /*epilogue=*/false, why, t.outputs[0].value("dtype", ""));
   if (body.empty()) return "";
   text += "// The chain, generated by forge from the target (rules/search/chain_strategies.cpp).\n";
   text += chain_header(t, list);
@@ -292,7 +327,8 @@ std::string chain_definition(const Target& t, std::string* why) {
 
 std::string reduce_definition(const Target& t, std::string* why) {
   const json ops = t.chain.is_object() ? t.chain.value("ops", json::array()) : json::array();
-  // The reductions a template computes: sum, mean, the 2-norm, the max, over one dim.
+  // The reductions a template computes over one dim: sum, mean, the 2-norm,
+  // the max, and (softmax, log_softmax) the row ops made of a max and a sum.
   size_t at = SIZE_MAX;
   std::string kind;
   for (size_t j = 0; j < ops.size(); ++j) {
@@ -302,6 +338,8 @@ std::string reduce_definition(const Target& t, std::string* why) {
                           : op == "aten::linalg_vector_norm."   ? "norm"
                           : op == "aten::norm.ScalarOpt_dim"    ? "norm"
                           : op == "aten::amax."                 ? "max"
+                          : op == "aten::_softmax."             ? "softmax"
+                          : op == "aten::_log_softmax."         ? "log_softmax"
                                                                 : "";
     if (k.empty()) continue;
     if (at != SIZE_MAX) return *why = "two reductions", "";
@@ -313,16 +351,18 @@ std::string reduce_definition(const Target& t, std::string* why) {
   const std::vector<int64_t> out_sizes = sizes_of(t.outputs[0]);
   const json args = ops[at].value("args", json::array());
   // (self, dim, keepdim, dtype) for sum and mean, (self, dim, keepdim) for
-  // amax; (self, ord|p, dim, keepdim, dtype) for the norms.
-  const bool norm = kind == "norm";
+  // amax; (self, ord|p, dim, keepdim, dtype) for the norms; (self, dim,
+  // half_to_float) for the softmaxes, whose result has the input's shape.
+  const bool norm = kind == "norm", row_op = kind == "softmax" || kind == "log_softmax";
   const size_t dim_at = norm ? 2 : 1;
   if (args.size() <= dim_at + 1 || !is_tensor(args[0])) return *why = where + ": not dim and keepdim given", "";
   if (norm && args[1].value("type", "") != "None" && scalar_arg(args, 1, 2.0) != 2.0)
     return *why = where + ": not the 2-norm", "";
   for (size_t i = dim_at + 2; i < args.size(); ++i)
     if (args[i].value("type", "") != "None") return *why = where + ": a dtype", "";
-  if (scalar_arg(args, dim_at + 1, std::nullopt) != 1.0) return *why = where + ": keepdim is not True", "";
-  const json dims = args[dim_at].value("value", json());
+  if (!row_op && scalar_arg(args, dim_at + 1, std::nullopt) != 1.0) return *why = where + ": keepdim is not True", "";
+  json dims = args[dim_at].value("value", json());
+  if (row_op && dims.is_number_integer()) dims = json::array({dims});
   if (!dims.is_array() || dims.size() != 1) return *why = where + ": not over one dim", "";
   int64_t d = dims[0].is_object() ? dims[0].value("value", int64_t{0}) : dims[0].get<int64_t>();
   const int64_t rank = static_cast<int64_t>(out_sizes.size());
@@ -336,15 +376,17 @@ std::string reduce_definition(const Target& t, std::string* why) {
   std::string list, shapes;
   if (!chain_inputs(t, &list, &shapes, why)) return "";
   std::string pre_why;
-  const std::string pre = pointwise_body(ops, 0, false, &pre_why, at);
+  const std::string last = t.outputs[0].value("dtype", "");
+  const std::string pre = pointwise_body(ops, 0, false, &pre_why, last, at);
   if (!pre_why.empty()) return *why = pre_why, "";
-  const std::string out = pointwise_body(ops, 0, false, why, SIZE_MAX, at);
+  const std::string out = pointwise_body(ops, 0, false, why, last, SIZE_MAX, at);
   if (out.empty()) return "";
   const size_t ud = static_cast<size_t>(d);
   std::string text = "// The chain, generated by forge from the target (rules/search/chain_strategies.cpp):\n"
                      "// a reduction over one dim inside pointwise ops.\n";
   text += chain_header(t, list);
-  text += "#define CHAIN_RED_MAX_KIND " + std::string(kind == "max" ? "1" : "0") + "  // else a sum\n";
+  const char* red_kind = kind == "max" ? "1" : kind == "softmax" ? "2" : kind == "log_softmax" ? "3" : "0";
+  text += "#define CHAIN_RED_KIND " + std::string(red_kind) + "  // 0 a sum, 1 a max, 2 softmax, 3 log_softmax\n";
   text += "constexpr int64_t kRedOuter = " + std::to_string(product(out_sizes, 0, ud)) +
           ", kRedN = " + std::to_string(out_sizes[ud]) + ", kRedInner = " + std::to_string(product(out_sizes, ud + 1)) + ";\n";
   text += "// What is reduced at element j (the template reduces it over kRedN).\n";
@@ -352,7 +394,8 @@ std::string reduce_definition(const Target& t, std::string* why) {
           (norm ? "v * v" : "v") + ";\n}\n";
   text += "template <class V>\nPW_FN V chain_finish(V acc) {\n  return " +
           std::string(kind == "mean" ? "acc / pw_k(static_cast<float>(kRedN))" : norm ? "pw_sqrt(acc)" : "acc") + ";\n}\n";
-  text += "// Every op at element j, the reduction's result r given.\n";
+  text += row_op ? "// Every op at element j, the softmax's result r there given.\n"
+                 : "// Every op at element j, the reduction's result r given.\n";
   text += "template <class V>\nPW_FN V chain_out(const V* in, V r) {\n" + out + "  return t" +
           std::to_string(ops.size() - 1) + ";\n}\n";
   return text + shapes_function(shapes);
@@ -377,8 +420,11 @@ std::string head_definition(const Target& t, std::string* why) {
     if (!c[k]) return *why = "op 0 (native_group_norm)'s sizes or eps are not numbers", "";
   if (t.outputs.size() != 1 || !storage(t.outputs[0].value("dtype", ""))) return *why = "its output is not one float tensor", "";
   if (!storage(t.args[0].value("dtype", ""))) return *why = "its input is not float32, bfloat16 or float16", "";
-  const std::string body = pointwise_body(ops, 1, /*epilogue=*/true, why);
+  const std::string last = t.outputs[0].value("dtype", "");
+  const std::string body = pointwise_body(ops, 1, /*epilogue=*/true, why, last);
   if (body.empty()) return "";
+  // The norm's own result, rounded as stock stores it before the next op reads it.
+  const std::string norm_dtype = result_dtype(ops, 0, last);
   auto integer = [](double v) { return std::to_string(static_cast<long long>(v)) + "LL"; };
   std::string text = "// The chain, generated by forge from the target (rules/search/chain_strategies.cpp):\n"
                      "// the template's op, then the rest as its epilogue (chain_epilogue.h).\n"
@@ -386,7 +432,8 @@ std::string head_definition(const Target& t, std::string* why) {
   text += "#define CHAIN_GN_N " + integer(*c[0]) + "\n#define CHAIN_GN_C " + integer(*c[1]) +
           "\n#define CHAIN_GN_HW " + integer(*c[2]) + "\n#define CHAIN_GN_G " + integer(*c[3]) +
           "\n#define CHAIN_GN_EPS static_cast<float>(" + number(*c[4]) + ")\n";
-  text += "template <class V>\nPW_FN V chain_epilogue(V t0) {\n" + body + "  return t" +
+  text += "template <class V>\nPW_FN V chain_epilogue(V norm) {\n  const V t0 = " + rounded("norm", norm_dtype) + ";\n" +
+          body + "  return t" +
           std::to_string(ops.size() - 1) + ";\n}\n";
   return text;
 }

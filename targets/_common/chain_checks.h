@@ -1,8 +1,10 @@
 // A fused chain's call checked against what forge generated the kernel for
 // (rules/search/chain_strategies.h): the chain's inputs in order, each read
 // as CHAIN_FULL (element j of a contiguous tensor of the output's size),
-// CHAIN_BCAST (element (j / inner) % n of a contiguous tensor of n elements:
-// a bias, a per-channel vector, a one-element tensor) or CHAIN_VALUE (a
+// CHAIN_BCAST (a contiguous tensor of n2 * n elements whose dims are at most
+// two runs of the output's: element ((j / inner2) % n2) * n + (j / inner) % n;
+// a bias, a per-channel vector, a one-element tensor, an attention mask of
+// [batch, 1, q, k] beside [batch, heads, q, k]) or CHAIN_VALUE (a
 // Python number, float64 or int64, in host memory), one contiguous output of
 // kChainNumel elements; the generated chain_shapes_ok then checks every
 // tensor's exact sizes. Host code, shared by the CPU and CUDA templates.
@@ -41,6 +43,14 @@ inline bool chain_input_ok(const forge_tensor& t, int32_t dtype, int mode, int64
   }
   if (t.dtype != dtype || !chain_contiguous(t)) return false;
   return chain_numel(t) == (mode == CHAIN_FULL ? numel : n);
+}
+
+// Where output element j reads a broadcast input (the outer run n2 == 1 when there is one run).
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline int64_t chain_bcast_index(int64_t j, int64_t inner, int64_t n, int64_t inner2, int64_t n2) {
+  return (n2 == 1 ? 0 : ((j / inner2) % n2) * n) + (j / inner) % n;
 }
 
 inline bool chain_sizes_are(const forge_tensor& t, const int64_t* sizes, int ndim) {

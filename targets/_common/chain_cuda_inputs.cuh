@@ -12,26 +12,28 @@ struct ChainPtrs {
 
 // Element j of input k.
 template <int K, class T, int MODE>
-__device__ __forceinline__ float chain_in(const ChainPtrs& p, int64_t j, int64_t inner, int64_t n) {
+__device__ __forceinline__ float chain_in(const ChainPtrs& p, int64_t j, int64_t inner, int64_t n, int64_t inner2,
+                                          int64_t n2) {
   if constexpr (MODE == CHAIN_VALUE) return p.value[K];
   else if constexpr (MODE == CHAIN_FULL) return Io<T>::to(static_cast<const T*>(p.in[K])[j]);
-  else return Io<T>::to(static_cast<const T*>(p.in[K])[(j / inner) % n]);
+  else return Io<T>::to(static_cast<const T*>(p.in[K])[chain_bcast_index(j, inner, n, inner2, n2)]);
 }
 
 // N elements from i of input k: one access for a full-size input when N > 1
 // (the host checked the alignment).
 template <int K, class T, int MODE, int N>
-__device__ __forceinline__ void chain_in_n(const ChainPtrs& p, int64_t i, int64_t inner, int64_t n, float (&v)[N]) {
+__device__ __forceinline__ void chain_in_n(const ChainPtrs& p, int64_t i, int64_t inner, int64_t n, int64_t inner2,
+                                           int64_t n2, float (&v)[N]) {
   if constexpr (MODE == CHAIN_FULL && N > 1) {
     load_n<T, N>(static_cast<const T*>(p.in[K]) + i, v);
   } else {
 #pragma unroll
-    for (int e = 0; e < N; ++e) v[e] = chain_in<K, T, MODE>(p, i + e, inner, n);
+    for (int e = 0; e < N; ++e) v[e] = chain_in<K, T, MODE>(p, i + e, inner, n, inner2, n2);
   }
 }
 
-#define CHAIN_CHECK(k, T, DT, MODE, INNER, NN)                                                               \
-  if (!chain_input_ok(call->inputs[k], DT, MODE, NN, kChainNumel, &p.value[k], host_readable)) return 1; \
+#define CHAIN_CHECK(k, T, DT, MODE, INNER, NN, INNER2, NN2)                                                               \
+  if (!chain_input_ok(call->inputs[k], DT, MODE, (NN) * (NN2), kChainNumel, &p.value[k], host_readable)) return 1; \
   p.in[k] = call->inputs[k].data;
 
 }  // namespace

@@ -6,7 +6,7 @@
 #define CHAIN_Y CHAIN_F32
 #define CHAIN_Y_DTYPE FORGE_FLOAT32
 constexpr int64_t kChainNumel = 4096;
-#define CHAIN_INPUT_LIST(X) X(0, CHAIN_F32, FORGE_FLOAT32, CHAIN_FULL, 1, 4096)
+#define CHAIN_INPUT_LIST(X) X(0, CHAIN_F32, FORGE_FLOAT32, CHAIN_FULL, 1, 4096, 1, 1)
 template <class V>
 PW_FN V chain_body(const V* in) {
   const PwScalars none{0.0f, 0.0f, 0.0f, 0, 0, 0};

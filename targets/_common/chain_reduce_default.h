@@ -6,8 +6,8 @@
 #define CHAIN_Y CHAIN_F32
 #define CHAIN_Y_DTYPE FORGE_FLOAT32
 constexpr int64_t kChainNumel = 4096;
-#define CHAIN_INPUT_LIST(X) X(0, CHAIN_F32, FORGE_FLOAT32, CHAIN_FULL, 1, 4096)
-#define CHAIN_RED_MAX_KIND 0
+#define CHAIN_INPUT_LIST(X) X(0, CHAIN_F32, FORGE_FLOAT32, CHAIN_FULL, 1, 4096, 1, 1)
+#define CHAIN_RED_KIND 0
 constexpr int64_t kRedOuter = 8, kRedN = 512, kRedInner = 1;
 template <class V> PW_FN V chain_pre(const V* in) { return in[0]; }
 template <class V> PW_FN V chain_finish(V acc) { return acc; }

@@ -55,7 +55,7 @@
 constexpr int U = FORGE_P_UNROLL;
 static_assert(U >= 1 && U <= 8, "FORGE_P_UNROLL must be 1..8");
 
-#define CHAIN_LOAD(k, T, DT, MODE, INNER, NN) in[k] = chain_lanes<k, T, MODE>(p, j, m, INNER, NN);
+#define CHAIN_LOAD(k, T, DT, MODE, INNER, NN, INNER2, NN2) in[k] = chain_lanes<k, T, MODE>(p, j, m, INNER, NN, INNER2, NN2);
 
 inline vf chain_at(const ChainPtrs& p, int64_t j, int64_t m) {
   vf in[CHAIN_INPUTS];

@@ -1,18 +1,23 @@
 /* chain, CPU strategy "reduce_pointwise": pointwise ops around one reduction
  * over one dim with keepdim (x / mean(|x|, 1), x / norm(x, 2, 1),
- * x / sqrt(mean(x^2, 1) + eps)) in one pass over each row or column: the
- * reduced values never go to memory.
+ * x / sqrt(mean(x^2, 1) + eps)) or one softmax or log_softmax
+ * (softmax(x * scale + mask) in float32, then a cast) in one pass over each
+ * row or column: the reduced values never go to memory.
  *
  * forge generates the chain's part (rules/search/chain_strategies.h,
  * reduce_definition): the inputs (CHAIN_INPUT_LIST), the output viewed as
  * [kRedOuter, kRedN, kRedInner] with the reduction over kRedN, chain_pre,
- * chain_finish, CHAIN_RED_MAX_KIND and chain_out, as the CUDA template reads
+ * chain_finish, CHAIN_RED_KIND and chain_out, as the CUDA template reads
  * them (cuda_reduce_pointwise.cu). Without it the chain is x / sum(x, 1) on
  * [8, 512].
  *
  * Math: fp32 whatever the storage dtypes; rows (kRedInner == 1) are summed
  * in W lanes then across them; columns in W neighbouring positions at once,
  * each in order over kRedN. The max propagates NaN as torch's amax does.
+ * A softmax computes its row's values once into a buffer on the stack (rows
+ * up to 16384 elements), then exp(x - max) there and their sum, then the
+ * output: exp(x - max) / sum, or x - max - log(sum). Longer rows and
+ * columns compute them in each of the three passes.
  *
  * Assumptions, checked at run time (nonzero return = the package falls back):
  * the inputs and output as generated (chain_checks.h), the ISA compiled for.
@@ -46,15 +51,39 @@
 #include "../_common/chain_reduce_default.h"  // the template alone: y = x / sum(x, 1) on [8, 512]
 #include "../_common/chain_cpu_inputs.h"  // ChainPtrs, chain_lanes, CHAIN_CHECK
 
-const float kRedInit = CHAIN_RED_MAX_KIND ? -INFINITY : 0.0f;
+static_assert(CHAIN_RED_KIND >= 0 && CHAIN_RED_KIND <= 3, "CHAIN_RED_KIND: 0 sum, 1 max, 2 softmax, 3 log_softmax");
+constexpr bool kSoftmax = CHAIN_RED_KIND >= 2;
+constexpr bool kMaxKind = CHAIN_RED_KIND != 0;  // the (first) reduction is a max
+const float kRedInit = kMaxKind ? -INFINITY : 0.0f;
 
-// Per lane: the sum, or the max with NaN winning (b != b is a NaN lane).
+// Per lane: the max with NaN winning (b != b is a NaN lane), or the sum.
+inline vf red_max(vf a, vf b) { return pw_sel((b > a) | (b != b), b, a); }
 inline vf red_add(vf a, vf b) {
-  if constexpr (CHAIN_RED_MAX_KIND) return pw_sel((b > a) | (b != b), b, a);
+  if constexpr (kMaxKind) return red_max(a, b);
   else return a + b;
 }
+inline float lanes_max(vf v) {
+  float lanes[W], r = -INFINITY;
+  memcpy(lanes, &v, sizeof lanes);
+  for (int e = 0; e < W; ++e) r = (lanes[e] > r || lanes[e] != lanes[e]) ? lanes[e] : r;
+  return r;
+}
+// The softmax's result at x, given the max and the sum of exp(x - max) (lanes
+// of positions, or one row's splat).
+inline vf soft(vf x, vf max, vf sum) {
+  if constexpr (CHAIN_RED_KIND == 2) {
+    return pw_exp(x - max) / sum;
+  } else {
+    float s[W];
+    memcpy(s, &sum, sizeof s);
+    for (int e = 0; e < W; ++e) s[e] = logf(s[e]);
+    vf log_sum;
+    memcpy(&log_sum, s, sizeof s);
+    return x - max - log_sum;
+  }
+}
 
-#define CHAIN_LOAD(k, T, DT, MODE, INNER, NN) in[k] = chain_lanes<k, T, MODE>(p, j, m, INNER, NN);
+#define CHAIN_LOAD(k, T, DT, MODE, INNER, NN, INNER2, NN2) in[k] = chain_lanes<k, T, MODE>(p, j, m, INNER, NN, INNER2, NN2);
 
 inline vf pre_at(const ChainPtrs& p, int64_t j, int64_t m) {
   vf in[CHAIN_INPUTS];
@@ -69,10 +98,67 @@ inline void out_at(const ChainPtrs& p, int64_t j, int64_t m, vf r) {
   else store_part(y, chain_out<vf>(in, r), m);
 }
 
+// Softmax: the max, the sum of exp(x - max), then each element.
+constexpr int64_t kHeldN = kRedN <= 16384 ? kRedN : 0;  // a row held on the stack
+void softmax_held_row(const ChainPtrs& p, int64_t base, vf lane) {
+  alignas(64) float buf[kHeldN + W];
+  vf mx = splat(-INFINITY), sum = splat(0.0f);
+  for (int64_t k = 0; k < kRedN; k += W) {
+    const int64_t m = kRedN - k < W ? kRedN - k : W;
+    const vf v = pw_sel(lane < splat(static_cast<float>(m)), pre_at(p, base + k, m), splat(-INFINITY));
+    memcpy(buf + k, &v, sizeof v);
+    mx = red_max(mx, v);
+  }
+  const vf row_max = splat(lanes_max(mx));
+  for (int64_t k = 0; k < kRedN; k += W) {
+    vf v;
+    memcpy(&v, buf + k, sizeof v);
+    const vf e = pw_exp(v - row_max);  // 0 in the lanes past the row (-inf there)
+    if constexpr (CHAIN_RED_KIND == 2) memcpy(buf + k, &e, sizeof e);
+    sum += e;
+  }
+  const float total = hsum(sum);
+  const vf inv = splat(1.0f / total), log_sum = splat(logf(total));
+  for (int64_t k = 0; k < kRedN; k += W) {
+    vf v;
+    memcpy(&v, buf + k, sizeof v);
+    out_at(p, base + k, kRedN - k < W ? kRedN - k : W, CHAIN_RED_KIND == 2 ? v * inv : v - row_max - log_sum);
+  }
+}
+void softmax_row(const ChainPtrs& p, int64_t base, vf lane) {
+  if constexpr (kHeldN > 0) return softmax_held_row(p, base, lane);
+  vf mx = splat(-INFINITY), sum = splat(0.0f);
+  for (int64_t k = 0; k < kRedN; k += W) {
+    const int64_t m = kRedN - k < W ? kRedN - k : W;
+    mx = red_max(mx, pw_sel(lane < splat(static_cast<float>(m)), pre_at(p, base + k, m), splat(-INFINITY)));
+  }
+  const vf row_max = splat(lanes_max(mx));
+  for (int64_t k = 0; k < kRedN; k += W) {
+    const int64_t m = kRedN - k < W ? kRedN - k : W;
+    sum += pw_sel(lane < splat(static_cast<float>(m)), pw_exp(pre_at(p, base + k, m) - row_max), splat(0.0f));
+  }
+  const vf row_sum = splat(hsum(sum));
+  for (int64_t k = 0; k < kRedN; k += W) {
+    const int64_t m = kRedN - k < W ? kRedN - k : W;
+    out_at(p, base + k, m, soft(pre_at(p, base + k, m), row_max, row_sum));
+  }
+}
+void softmax_columns(const ChainPtrs& p, int64_t base, int64_t m) {
+  vf mx = splat(-INFINITY), sum = splat(0.0f);
+  for (int64_t k = 0; k < kRedN; ++k) mx = red_max(mx, pre_at(p, base + k * kRedInner, m));
+  for (int64_t k = 0; k < kRedN; ++k) sum += pw_exp(pre_at(p, base + k * kRedInner, m) - mx);
+  for (int64_t k = 0; k < kRedN; ++k) out_at(p, base + k * kRedInner, m, soft(pre_at(p, base + k * kRedInner, m), mx, sum));
+}
+
 __attribute__((noinline)) int chain_run(const ChainPtrs& p) {
   const vf lane = __builtin_convertvector(iota(), vf);
   for (int64_t o = 0; o < kRedOuter; ++o) {
-    if (kRedInner == 1) {
+    if (kSoftmax && kRedInner == 1) {
+      softmax_row(p, o * kRedN, lane);
+    } else if (kSoftmax) {
+      for (int64_t i = 0; i < kRedInner; i += W)
+        softmax_columns(p, o * kRedN * kRedInner + i, kRedInner - i < W ? kRedInner - i : W);
+    } else if (kRedInner == 1) {
       const int64_t base = o * kRedN;
       vf acc = splat(kRedInit);
       for (int64_t k = 0; k < kRedN; k += W) {
@@ -80,15 +166,7 @@ __attribute__((noinline)) int chain_run(const ChainPtrs& p) {
         // Lanes past the row's end hold its first element again: not reduced.
         acc = red_add(acc, pw_sel(lane < splat(static_cast<float>(m)), pre_at(p, base + k, m), splat(kRedInit)));
       }
-      float r = kRedInit;
-      float lanes[W];
-      memcpy(lanes, &acc, sizeof lanes);
-      if (CHAIN_RED_MAX_KIND) {
-        for (int e = 0; e < W; ++e) r = (lanes[e] > r || lanes[e] != lanes[e]) ? lanes[e] : r;
-      } else {
-        r = hsum(acc);
-      }
-      const vf s = chain_finish<vf>(splat(r));
+      const vf s = chain_finish<vf>(splat(kMaxKind ? lanes_max(acc) : hsum(acc)));
       for (int64_t k = 0; k < kRedN; k += W) out_at(p, base + k, kRedN - k < W ? kRedN - k : W, s);
     } else {
       for (int64_t i = 0; i < kRedInner; i += W) {

@@ -59,8 +59,8 @@ constexpr int VEC = FORGE_P_VEC;
 static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32 up to 1024");
 static_assert(VEC == 1 || VEC == 2 || VEC == 4 || VEC == 8, "FORGE_P_VEC: 1, 2, 4 or 8");
 
-#define CHAIN_LOAD_N(k, T, DT, MODE, INNER, NN) chain_in_n<k, T, MODE, N>(p, i, INNER, NN, in[k]);
-#define CHAIN_LOAD_1(k, T, DT, MODE, INNER, NN) v[k] = chain_in<k, T, MODE>(p, j, INNER, NN);
+#define CHAIN_LOAD_N(k, T, DT, MODE, INNER, NN, INNER2, NN2) chain_in_n<k, T, MODE, N>(p, i, INNER, NN, INNER2, NN2, in[k]);
+#define CHAIN_LOAD_1(k, T, DT, MODE, INNER, NN, INNER2, NN2) v[k] = chain_in<k, T, MODE>(p, j, INNER, NN, INNER2, NN2);
 
 template <int N>
 __global__ void __launch_bounds__(BLOCK) chain_fused(ChainPtrs p, int64_t numel) {
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(BLOCK) chain_fused(ChainPtrs p, int64_t numel)
 }
 
 // Every full-size tensor (and y) aligned to N of its elements.
-#define CHAIN_ALIGNED(k, T, DT, MODE, INNER, NN) \
+#define CHAIN_ALIGNED(k, T, DT, MODE, INNER, NN, INNER2, NN2) \
   ok = ok && (MODE != CHAIN_FULL || reinterpret_cast<uintptr_t>(p.in[k]) % (VEC * sizeof(T)) == 0);
 
 int launch(const ChainPtrs& p, cudaStream_t stream) {

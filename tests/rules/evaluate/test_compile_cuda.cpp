@@ -184,6 +184,36 @@ TEST_CASE("group norm -> SiLU, an RMSNorm spelled as ops and a reduction chain c
   for (const auto& s : red.strategies)
     if (s.backend == "cuda") sources.push_back({s.name + ".cu", instantiate(s, param_grid(s).front()), CandidateLang::Cuda});
   REQUIRE_MESSAGE(sources.size() == 4, red.why);
+  // And attention scores (softmax in reduce_definition): softmax(x * scale +
+  // mask) in float32, cast back to bf16, x [2, 8, 64, 1024] (rows held in
+  // registers), mask [2, 1, 64, 1024]; and a log_softmax on rows of 50000
+  // (read three times).
+  auto softmax = [&](const char* op, std::vector<int64_t> sizes, bool cast) {
+    std::vector<int64_t> msizes = sizes;
+    msizes[1] = 1;
+    const json sx = any(sizes, "bfloat16", {{"input", 0}}), mask = any(msizes, "bfloat16", {{"input", 2}});
+    json scale = any({}, "float64", {{"input", 1}});
+    scale["device"] = "cpu";
+    auto f32 = [&](int op, std::vector<int64_t> s) { return any(s, "float32", {{"op", op}, {"output", 0}}); };
+    Target a;
+    a.args = json::array({sx, scale, mask});
+    a.outputs = json::array({any(sizes, cast ? "bfloat16" : "float32", nullptr)});
+    const json to32 = {{"type", "ScalarType"}, {"value", "float32"}}, to16 = {{"type", "ScalarType"}, {"value", "bfloat16"}};
+    json ops = {{{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {sx, scale}}},
+                {{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {out(0, sizes), mask, integer(1)}}},
+                {{"op", "aten::_to_copy"}, {"overload", ""}, {"args", {out(1, sizes), to32}}},
+                {{"op", op}, {"overload", ""}, {"args", {f32(2, sizes), integer(-1), {{"type", "bool"}, {"value", false}}}}}};
+    if (cast) ops.push_back({{"op", "aten::_to_copy"}, {"overload", ""}, {"args", {f32(3, sizes), to16}}});
+    a.chain = {{"inputs", 3}, {"outputs", 1}, {"ops", ops}};
+    const auto got = chain_strategies(a);
+    for (const auto& s : got.strategies)
+      if (s.backend == "cuda") sources.push_back({s.name + ".cu", instantiate(s, param_grid(s).front()), CandidateLang::Cuda});
+    return got.why;
+  };
+  const std::string held = softmax("aten::_softmax", {2, 8, 64, 1024}, true);
+  REQUIRE_MESSAGE(sources.size() == 5, held);
+  const std::string long_rows = softmax("aten::_log_softmax", {2, 2, 50000}, false);
+  REQUIRE_MESSAGE(sources.size() == 6, long_rows);
   auto rs = w.compile(sources, {.cuda_arch = "sm_90a"});
   for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, sources[i].name << ": " << rs[i].log);
 }

@@ -60,9 +60,9 @@ TEST_CASE("a chain of table ops gets a fused kernel; every other chain says why 
   const std::string def = chain_definition(chain(), &why);
   CAPTURE(why);
   REQUIRE_FALSE(def.empty());
-  CHECK(def.find("X(1, CHAIN_F32, FORGE_FLOAT64, CHAIN_VALUE, 1, 1)") != std::string::npos);
-  CHECK(def.find("X(2, CHAIN_F32, FORGE_FLOAT32, CHAIN_BCAST, 5, 6)") != std::string::npos);  // (j / 5) % 6
-  CHECK(def.find("X(3, CHAIN_F32, FORGE_FLOAT32, CHAIN_FULL, 1, 120)") != std::string::npos);
+  CHECK(def.find("X(1, CHAIN_F32, FORGE_FLOAT64, CHAIN_VALUE, 1, 1, 1, 1)") != std::string::npos);
+  CHECK(def.find("X(2, CHAIN_F32, FORGE_FLOAT32, CHAIN_BCAST, 5, 6, 1, 1)") != std::string::npos);  // (j / 5) % 6
+  CHECK(def.find("X(3, CHAIN_F32, FORGE_FLOAT32, CHAIN_FULL, 1, 120, 1, 1)") != std::string::npos);
   CHECK(def.find("pw_op_binary<PW_sub>(t2, in[3], PwScalars{static_cast<float>(2)") != std::string::npos);
   auto strategies = chain_strategies(chain()).strategies;
   REQUIRE(strategies.size() == 2);
@@ -87,13 +87,20 @@ TEST_CASE("a chain of table ops gets a fused kernel; every other chain says why 
   Target strided = chain();
   strided.args[3]["strides"] = {1, 4, 24};
   CHECK(refused(strided) == "input 3 () is not contiguous");
+  // Dims 0 and 2 but not 1 (a mask [batch, 1, k] beside [batch, heads, k]): two
+  // runs, element ((j / 30) % 4) * 5 + j % 5.
   Target gap = chain();
-  gap.args[2] = tensor({4, 1, 5});  // dims 0 and 2 but not 1: no single span
-  CHECK(refused(gap) == "input 2 () broadcasts along dims that are not adjacent");
+  gap.args[2] = tensor({4, 1, 5});
+  CHECK(chain_definition(gap, &why).find("X(2, CHAIN_F32, FORGE_FLOAT32, CHAIN_BCAST, 1, 5, 30, 4)") != std::string::npos);
+  Target three = chain();  // [2, 1, 3, 1, 5] beside [2, 4, 3, 6, 5]: three runs
+  for (int k : {0, 3}) three.args[k] = tensor({2, 4, 3, 6, 5});
+  three.outputs[0] = tensor({2, 4, 3, 6, 5});
+  three.args[2] = tensor({2, 1, 3, 1, 5});
+  CHECK(refused(three) == "input 2 () broadcasts along more than two runs of dims");
   // A Python integer (x * 2) is an int64 number: read on the host too.
   Target int_number = chain();
   int_number.args[1]["dtype"] = "int64";
-  CHECK(chain_definition(int_number, &why).find("X(1, CHAIN_F32, FORGE_INT64, CHAIN_VALUE, 1, 1)") != std::string::npos);
+  CHECK(chain_definition(int_number, &why).find("X(1, CHAIN_F32, FORGE_INT64, CHAIN_VALUE, 1, 1, 1, 1)") != std::string::npos);
   // An out= variant (abs(x) on the CPU dispatches abs.out): the chain target
   // takes its buffer as an input the chain changes, which a fused kernel
   // would have to write too; refused for now.
@@ -171,6 +178,31 @@ TEST_CASE("the generated CPU kernel computes the chain, broadcast and Python num
   REQUIRE(kernel(&call) == 0);
   half = 0.5;
   in[1].dtype = FORGE_FLOAT32;  // a float32 number is no Python number
+  CHECK(kernel(&call) != 0);
+}
+
+TEST_CASE("the generated CPU kernel reads an input broadcast along two runs of dims") {
+  Target t = chain();
+  t.args[2] = tensor({4, 1, 5});  // as an attention mask [batch, 1, k] beside [batch, heads, k]
+  test::TempDir tmp;
+  auto [lib, kernel] = load_cpu(chain_strategies(t).strategies.at(0), tmp);
+  std::vector<float> x(120), b(20), y(120, NAN);
+  double half = 0.5;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * static_cast<double>(i)) * 3.0;
+  for (size_t c = 0; c < b.size(); ++c) b[c] = 0.25f * static_cast<float>(c) - 2.5f;
+  forge_tensor in[4] = {view(x.data(), {4, 6, 5}, FORGE_FLOAT32), view(&half, {}, FORGE_FLOAT64),
+                        view(b.data(), {4, 1, 5}, FORGE_FLOAT32), view(x.data(), {4, 6, 5}, FORGE_FLOAT32)};
+  forge_tensor out[1] = {view(y.data(), {4, 6, 5}, FORGE_FLOAT32)};
+  forge_call call{};
+  call.inputs = in, call.n_inputs = 4, call.outputs = out, call.n_outputs = 1;
+  REQUIRE(kernel(&call) == 0);
+  for (int64_t j = 0; j < 120; ++j) {
+    const double t = static_cast<double>(x[j]) * 0.5 + b[(j / 30) * 5 + j % 5];
+    const double want = std::max(0.0, t * t - 2.0 * x[j]);
+    CAPTURE(j);
+    CHECK(std::fabs(y[j] - want) <= 1e-6 * (1.0 + t * t + 2.0 * std::fabs(x[j])));
+  }
+  in[2] = view(b.data(), {4, 5, 1}, FORGE_FLOAT32);  // as many elements, other dims: declined
   CHECK(kernel(&call) != 0);
 }
 
@@ -487,6 +519,86 @@ TEST_CASE("a bf16 RMSNorm with its casts runs in the reduce_pointwise template, 
   // And equal almost everywhere (its sums differ in the last bits): without the
   // cast's rounding, 188 of 240 were.
   CHECK(exact >= 228);
+}
+
+// Attention scores: softmax(x * 0.125 + mask) over the last dim (or
+// log_softmax over dim 1), x [2, 3, 5, 37], mask [2, 1, 5, 37] (two runs of
+// dims), in float32.
+Target scaled_masked_softmax(const char* op = "aten::_softmax", int dim = -1) {
+  const json x = tensor({2, 3, 5, 37}), mask = tensor({2, 1, 5, 37}), scale = tensor({}, "float64");
+  Target t;
+  t.op = "forge_chain::c_attn";
+  t.args = json::array({x, scale, mask});
+  t.outputs = json::array({x});
+  json ops = json::array();
+  ops.push_back({{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {input(x, 0), input(scale, 1)}}});
+  ops.push_back({{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {link(x, 0), input(mask, 2), number(1)}}});
+  ops.push_back({{"op", op}, {"overload", ""},
+                 {"args", {link(x, 1), {{"type", "int"}, {"value", dim}}, {{"type", "bool"}, {"value", false}}}}});
+  t.chain = {{"inputs", 3}, {"ops", ops}, {"outputs", 1}};
+  return t;
+}
+
+TEST_CASE("a softmax with a scale and mask prologue runs in the reduce_pointwise templates, rows and columns") {
+  std::vector<float> x(2 * 3 * 5 * 37), mask(2 * 5 * 37), y(x.size(), NAN);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 8.0);
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = (i % 37) > (i / 37) % 5 + 30 ? -INFINITY : 0.0f;  // causal-like
+  mask[3 * 37 + 4] = -3.0f;
+  double scale = 0.125;
+  auto run = [&](const Target& t) {
+    const auto strategies = chain_strategies(t);
+    REQUIRE_MESSAGE(strategies.strategies.size() == 2, strategies.why);
+    CHECK(strategies.strategies[0].name == "reduce_pointwise");
+    test::TempDir tmp;
+    auto [lib, kernel] = load_cpu(strategies.strategies[0], tmp);
+    forge_tensor in[3] = {view(x.data(), {2, 3, 5, 37}, FORGE_FLOAT32), view(&scale, {}, FORGE_FLOAT64),
+                          view(mask.data(), {2, 1, 5, 37}, FORGE_FLOAT32)};
+    forge_tensor out[1] = {view(y.data(), {2, 3, 5, 37}, FORGE_FLOAT32)};
+    forge_call call{};
+    call.inputs = in, call.n_inputs = 3, call.outputs = out, call.n_outputs = 1;
+    REQUIRE(kernel(&call) == 0);
+  };
+  auto pre = [&](size_t b, size_t h, size_t q, size_t k) {
+    return static_cast<double>(x[((b * 3 + h) * 5 + q) * 37 + k]) * 0.125 + mask[(b * 5 + q) * 37 + k];
+  };
+  run(scaled_masked_softmax());
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t h = 0; h < 3; ++h)
+      for (size_t q = 0; q < 5; ++q) {
+        double mx = -INFINITY, sum = 0;
+        for (size_t k = 0; k < 37; ++k) mx = std::max(mx, pre(b, h, q, k));
+        for (size_t k = 0; k < 37; ++k) sum += std::exp(pre(b, h, q, k) - mx);
+        for (size_t k = 0; k < 37; ++k) {
+          const size_t j = ((b * 3 + h) * 5 + q) * 37 + k;
+          CAPTURE(j);
+          CHECK(std::fabs(y[j] - std::exp(pre(b, h, q, k) - mx) / sum) <= 1e-6);
+        }
+      }
+  run(scaled_masked_softmax("aten::_log_softmax", 1));  // over the heads: columns
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t q = 0; q < 5; ++q)
+      for (size_t k = 0; k < 37; ++k) {
+        double mx = -INFINITY, sum = 0;
+        for (size_t h = 0; h < 3; ++h) mx = std::max(mx, pre(b, h, q, k));
+        for (size_t h = 0; h < 3; ++h) sum += std::exp(pre(b, h, q, k) - mx);
+        for (size_t h = 0; h < 3; ++h) {
+          const size_t j = ((b * 3 + h) * 5 + q) * 37 + k;
+          const double want = pre(b, h, q, k) - mx - std::log(sum);
+          CAPTURE(j);
+          if (std::isnan(want)) CHECK(std::isnan(y[j]));  // masked in every head: NaN, as torch's
+          else CHECK(std::fabs(y[j] - want) <= 1e-5 * (1.0 + std::fabs(want)));
+        }
+      }
+  // A softmax that casts its input to half on the way (half_to_float) is taken
+  // too; a softmax of another shape than the output is not.
+  std::string why;
+  Target t = scaled_masked_softmax();
+  t.chain["ops"][2]["args"][2]["value"] = true;
+  CHECK_FALSE(reduce_definition(t, &why).empty());
+  t = scaled_masked_softmax();
+  t.outputs[0] = tensor({2, 3, 5, 36});
+  CHECK(reduce_definition(t, &why).empty());
+  CHECK(why.find("does not reduce a tensor of the output's shape") != std::string::npos);
 }
 
 TEST_SUITE_END();
