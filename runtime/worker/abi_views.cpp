@@ -38,7 +38,9 @@ at::Tensor byte_buffer(int64_t n, c10::Device device) {
   if (device.is_cuda() && !device.has_index())  // "cuda": the current device, as torch resolves it
     device = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getDevice();
   auto opts = at::TensorOptions().dtype(at::kByte).device(device);
-  if (!g_arena) return at::empty({n}, opts);
+  // A CPU tensor beside CUDA ones (a Python number) stays in host memory: the
+  // CUDA arena is device memory (Session carries its bytes to the runner).
+  if (!g_arena || g_arena->cuda() != device.is_cuda()) return at::empty({n}, opts);
   void* p = g_arena->allocate(std::max<int64_t>(n, 1));
   if (!p) throw ArenaFull(n);
   c10::Storage st(c10::Storage::use_byte_size_t(), n, c10::DataPtr(p, g_arena, &release_to_arena, device), nullptr,

@@ -220,9 +220,11 @@ struct CallBuffers {
   forge_tensor out[kMaxOutputs];
   forge_scalar sc[kMaxScalars];
   forge_call call;
+  alignas(16) unsigned char host[kMaxInputs][kInlineBytes];  // the inputs that came in their message
 };
 
-bool view(const TensorMsg& m, forge_tensor* t, std::string* why) {
+// `host`: where an input carried in its message lives (nullptr: none may be).
+bool view(const TensorMsg& m, forge_tensor* t, unsigned char* host, std::string* why) {
   std::memset(t, 0, sizeof *t);
   t->ndim = m.ndim;
   t->dtype = m.dtype;
@@ -230,6 +232,12 @@ bool view(const TensorMsg& m, forge_tensor* t, std::string* why) {
   for (int d = 0; d < FORGE_MAX_DIMS; ++d) {
     t->sizes[d] = m.sizes[d];
     t->strides[d] = m.strides[d];
+  }
+  if (m.offset == kHostInline) {
+    if (!host) return *why = "an output in host memory", false;
+    std::memcpy(host, m.host, kInlineBytes);
+    t->data = host;
+    return true;
   }
   if (m.offset < 0) {
     t->data = nullptr;
@@ -246,9 +254,9 @@ bool bind(const Request& q, CallBuffers& b, std::string* why) {
       q.n_scalars < 0 || q.n_scalars > kMaxScalars)
     return *why = "too many arguments", false;
   for (int i = 0; i < q.n_inputs; ++i)
-    if (!view(q.inputs[i], &b.in[i], why)) return false;
+    if (!view(q.inputs[i], &b.in[i], b.host[i], why)) return false;
   for (int i = 0; i < q.n_outputs; ++i)
-    if (!view(q.outputs[i], &b.out[i], why)) return false;
+    if (!view(q.outputs[i], &b.out[i], nullptr, why)) return false;
   std::memcpy(b.sc, q.scalars, sizeof(forge_scalar) * static_cast<size_t>(q.n_scalars));
   b.call = forge_call{};
   b.call.inputs = b.in;
@@ -281,6 +289,8 @@ std::string changed(const CallBuffers& now, const CallBuffers& was, int n_in, in
     }
   for (int k = 0; k < n_in; ++k)
     if (std::memcmp(&now.in[k], &was.in[k], sizeof(forge_tensor)) != 0) return "inputs[" + std::to_string(k) + "]";
+  for (int k = 0; k < n_in; ++k)
+    if (std::memcmp(now.host[k], was.host[k], kInlineBytes) != 0) return "inputs[" + std::to_string(k) + "] (its host value)";
   for (int k = 0; k < n_sc; ++k)
     if (std::memcmp(&now.sc[k], &was.sc[k], sizeof(forge_scalar)) != 0) return "scalars[" + std::to_string(k) + "]";
   return {};

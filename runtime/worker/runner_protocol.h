@@ -46,12 +46,18 @@ enum class Status : int32_t {
   Refused = 3,    // Load: the candidate was refused; reason and text say why
 };
 
+// A host tensor beside CUDA ones (a Python number as a 0-dim CPU tensor, which
+// the CUDA arena cannot hold) travels in its message, at most kInlineBytes.
+constexpr int64_t kHostInline = -2;
+constexpr int kInlineBytes = 16;
+
 struct TensorMsg {
-  int64_t offset;  // bytes from the arena base; -1: an absent (None) tensor
+  int64_t offset;  // bytes from the arena base; -1: an absent (None) tensor; kHostInline: in `host`
   int64_t sizes[FORGE_MAX_DIMS];
   int64_t strides[FORGE_MAX_DIMS];
   int32_t ndim;
   int32_t dtype;
+  alignas(8) unsigned char host[kInlineBytes];
 };
 
 constexpr uint32_t kTimed = 1;  // Call/Nop: time the call on the runner's clock

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "../common/dtypes.h"
 #include "judge.h"
 
 namespace forge::worker {
@@ -18,6 +19,12 @@ std::string one_line(std::string s) {
 
 namespace {
 
+int64_t dtype_bytes(int32_t abi) {
+  for (const auto& d : dtypes::kAll)
+    if (d.abi == abi) return d.bytes;
+  return 0;
+}
+
 runner::TensorMsg message(const forge_tensor& t, const Arena& arena) {
   runner::TensorMsg m{};
   m.ndim = t.ndim;
@@ -29,7 +36,21 @@ runner::TensorMsg message(const forge_tensor& t, const Arena& arena) {
   m.offset = -1;
   if (t.data) {
     m.offset = arena.offset_of(t.data);
-    if (m.offset < 0) throw std::logic_error("a candidate buffer outside the exchange arena");
+    if (m.offset < 0 && arena.cuda()) {
+      // A host tensor (byte_buffer keeps CPU tensors out of the CUDA arena): its bytes travel in the message.
+      int64_t last = 0, any = 1;
+      for (int d = 0; d < t.ndim; ++d) {
+        any *= t.sizes[d] > 0 ? 1 : 0;
+        last += (t.sizes[d] - 1) * t.strides[d];
+      }
+      const int64_t bytes = any ? (last + 1) * dtype_bytes(t.dtype) : 0;
+      if (bytes <= 0 || bytes > runner::kInlineBytes)
+        throw RequestError("a CPU tensor of " + std::to_string(bytes) + " bytes beside CUDA ones (at most " +
+                           std::to_string(runner::kInlineBytes) + " travel to the runner)");
+      std::memcpy(m.host, t.data, static_cast<size_t>(bytes));
+      m.offset = runner::kHostInline;
+    }
+    if (m.offset == -1) throw std::logic_error("a candidate buffer outside the exchange arena");
   }
   return m;
 }

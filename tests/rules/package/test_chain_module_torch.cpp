@@ -4,7 +4,8 @@
 // an attribute read as a Python number; a GroupNorm submodule then SiLU,
 // fused in the group_norm template; Hugging Face's RMSNorm, in the rms_norm
 // template, and on bfloat16 with its casts; MinGPT's GELU, whose data flow
-// branches), searches, verifies and packages
+// branches; attention scores, a softmax in float32 between a scale and mask
+// and a cast back, in the reduce_pointwise template), searches, verifies and packages
 // them; `forge run` then calls their fused kernels from the unchanged script,
 // with outputs equal to a stock run's, also after the factor changes; a call
 // that needs grad runs the original forward; a chain spelled in a plain
@@ -80,7 +81,7 @@ TEST_CASE("a chain that is a module's whole forward ships and replaces that forw
                    "models:\n  m: {run: python model.py, env: {OMP_NUM_THREADS: '1'}}\n"
                    "device: {backend: cpu}\n"
                    "budget: {iterations: 1}\n"
-                   "targets: {top: 6}\n");
+                   "targets: {top: 7}\n");
   auto build = test::run_forge("--json build", dir.path());
   INFO(build.err);
   REQUIRE(build.exit_code == 0);
@@ -103,10 +104,10 @@ TEST_CASE("a chain that is a module's whole forward ships and replaces that forw
     }
   }
   CHECK(function_chain);
-  REQUIRE(class_of.size() == 6);
+  REQUIRE(class_of.size() == 7);
   std::map<std::string, int> classes;
   for (const auto& [id, cls] : class_of) ++classes[cls];
-  CHECK(classes == std::map<std::string, int>{{"__main__.GroupNormSiLU", 1}, {"__main__.NewGELU", 1},
+  CHECK(classes == std::map<std::string, int>{{"__main__.AttnScores", 1}, {"__main__.GroupNormSiLU", 1}, {"__main__.NewGELU", 1},
                                               {"__main__.QuickGELU", 1},     {"__main__.RMSNorm", 1},
                                               {"__main__.RMSNorm16", 1},     {"__main__.Swish", 1}});
 
@@ -120,7 +121,7 @@ TEST_CASE("a chain that is a module's whole forward ships and replaces that forw
       CHECK(e["module"]["code"].is_string());
       CHECK(class_of.count(e["target"].get<std::string>()) == 1);
     }
-  CHECK(chain_entries == 6);
+  CHECK(chain_entries == 7);
   CHECK(fs::exists(dir / ".forge" / "package" / "forge_modules.py"));
 
   // forge run: each module's first call of a signature runs the original
@@ -131,7 +132,7 @@ TEST_CASE("a chain that is a module's whole forward ships and replaces that forw
   REQUIRE(run.exit_code == 0);
   check_same(run.out, run_stock(dir.path(), ""));
   CHECK(forged_chains(json::parse(test::read_text(dir / "run.json")), class_of) ==
-        std::map<std::string, long>{{"__main__.GroupNormSiLU", 3}, {"__main__.NewGELU", 3},
+        std::map<std::string, long>{{"__main__.AttnScores", 3}, {"__main__.GroupNormSiLU", 3}, {"__main__.NewGELU", 3},
                                     {"__main__.QuickGELU", 3},     {"__main__.RMSNorm", 3},
                                     {"__main__.RMSNorm16", 3},     {"__main__.Swish", 3}});
 
@@ -143,7 +144,7 @@ TEST_CASE("a chain that is a module's whole forward ships and replaces that forw
   REQUIRE(alpha.exit_code == 0);
   check_same(alpha.out, run_stock(dir.path(), "FORGE_TEST_ALPHA=1.0"));
   CHECK(forged_chains(json::parse(test::read_text(dir / "alpha.json")), class_of) ==
-        std::map<std::string, long>{{"__main__.GroupNormSiLU", 3}, {"__main__.NewGELU", 3},
+        std::map<std::string, long>{{"__main__.AttnScores", 3}, {"__main__.GroupNormSiLU", 3}, {"__main__.NewGELU", 3},
                                     {"__main__.QuickGELU", 2},     {"__main__.RMSNorm", 3},
                                     {"__main__.RMSNorm16", 3},     {"__main__.Swish", 3}});
 
@@ -155,7 +156,7 @@ TEST_CASE("a chain that is a module's whole forward ships and replaces that forw
   REQUIRE(grad.exit_code == 0);
   check_same(grad.out, run_stock(dir.path(), "FORGE_TEST_GRAD=1"));
   CHECK(forged_chains(json::parse(test::read_text(dir / "grad.json")), class_of) ==
-        std::map<std::string, long>{{"__main__.GroupNormSiLU", 0}, {"__main__.NewGELU", 3},
+        std::map<std::string, long>{{"__main__.AttnScores", 3}, {"__main__.GroupNormSiLU", 0}, {"__main__.NewGELU", 3},
                                     {"__main__.QuickGELU", 3},     {"__main__.RMSNorm", 0},
                                     {"__main__.RMSNorm16", 0},     {"__main__.Swish", 0}});
 
@@ -170,9 +171,9 @@ TEST_CASE("a chain that is a module's whole forward ships and replaces that forw
       dir.path());
   INFO(compiled.err);
   REQUIRE(compiled.exit_code == 0);
-  CHECK(compiled.out == "match True True True True True True\n");
+  CHECK(compiled.out == "match True True True True True True True\n");
   CHECK(forged_chains(json::parse(test::read_text(dir / "compiled.json")), class_of) ==
-        std::map<std::string, long>{{"__main__.GroupNormSiLU", 3}, {"__main__.NewGELU", 3},
+        std::map<std::string, long>{{"__main__.AttnScores", 3}, {"__main__.GroupNormSiLU", 3}, {"__main__.NewGELU", 3},
                                     {"__main__.QuickGELU", 3},     {"__main__.RMSNorm", 3},
                                     {"__main__.RMSNorm16", 3},     {"__main__.Swish", 3}});
 }
