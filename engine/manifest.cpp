@@ -34,13 +34,13 @@ const std::vector<Section>& sections() {
        {"version", "models", "targets", "budget", "device", "capture", "proposer", "history",
         "store", "executor", "slurm", "cache"}},
       {"models.NAME", {"run", "torchscript", "inputs", "workdir", "env", "latency", "check_runs"}},
-      {"targets", {"ops", "top", "min_share"}},
+      {"targets", {"ops", "top", "min_share", "chains"}},
       {"budget", {"iterations", "seconds", "parallel"}},
       {"device", {"backend", "arch"}},
       {"capture", {"samples_per_target", "max_input_mb_per_model", "timeout_seconds"}},
       {"proposer", {"strategies", "llm"}},
       {"proposer.llm", {"provider", "model", "base_url", "api_key_env", "command", "price_in", "price_out",
-        "variants", "max_tokens", "temperature", "timeout_seconds", "concurrency"}},
+        "variants", "max_tokens", "temperature", "timeout_seconds", "concurrency", "chains"}},
       {"history", {"ref", "repo"}},
       {"slurm", {"partition", "account", "time_limit", "gres", "max_parallel", "retries",
                  "poll_seconds"}},
@@ -480,6 +480,7 @@ class ManifestParser {
       if (f.key == "ops") t.ops = parse_ops(f);
       if (f.key == "top") t.top = non_negative_int(f);
       if (f.key == "min_share") t.min_share = number(f, Range::kShare);
+      if (f.key == "chains") t.chains = non_negative_int(f);
     }
   }
 
@@ -555,6 +556,7 @@ class ManifestParser {
       if (f.key == "temperature") llm.temperature = number(f, Range::kNonNegative);
       if (f.key == "timeout_seconds") llm.timeout_seconds = number(f, Range::kPositive);
       if (f.key == "concurrency") llm.concurrency = std::max(1, non_negative_int(f));
+      if (f.key == "chains") llm.chains = boolean(f);
     }
     if (const Entry* f = find(fields, "command")) {
       if (llm.provider != "command") {

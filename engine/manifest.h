@@ -41,6 +41,7 @@ struct TargetSelection {
   std::vector<std::string> ops;  // backend op names ("_softmax", "mean.dim"); empty = all
   int top = 8;                   // keep at most this many targets per model (0 = no limit)
   double min_share = 0.01;       // drop targets under this share of the model's op time
+  std::optional<int> chains;     // chain targets searched per build; unset = as many as `top`; 0 = none
 };
 
 struct Budget {
@@ -72,6 +73,7 @@ struct LlmSpec {
   std::optional<double> temperature;  // unset = the provider's default
   double timeout_seconds = 300;  // per request (connect: 10 s), before retries
   int concurrency = 4;           // requests in flight at once
+  bool chains = false;           // also propose for chain targets (several ops as one kernel)
 };
 
 struct ProposerSpec {

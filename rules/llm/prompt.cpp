@@ -693,7 +693,8 @@ Request variant_request(const PromptTemplates& t, const PromptFacts& f) {
       {"flush", f.cuda ? "a cudaMemsetAsync of max(256 MiB, 2 x L2) on the timing stream"
                        : "a memset of max(64 MiB, 2 x LLC)"},
       {"clock", f.cuda ? "CUDA events on the call's stream" : "a steady clock around the call"},
-      {"op", f.op},
+      // An ATen op by its qualified name; a chain's op (forge_chain::c_...) is qualified already.
+      {"op", f.op.find("::") == std::string::npos ? "aten::" + f.op : f.op},
       {"signature", f.signature},
       {"args", f.args},
       {"outputs", f.outputs},

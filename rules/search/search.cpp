@@ -321,9 +321,13 @@ void SearchRule::apply(BuildContext& ctx) {
   };
   for (auto& t : ctx.targets) search_one(t, nullptr);
   // Chains whose ops the library can fuse (chain_strategies.h), after the
-  // single ops, as many as forge.yaml's `targets.top` (longest time first).
-  // The package ships those that are a module's whole forward (rules/package/assembly.cpp).
-  int chains_left = ctx.manifest.targets.top > 0 ? ctx.manifest.targets.top : INT32_MAX;
+  // single ops, as many as forge.yaml's `targets.chains`, or `targets.top`
+  // where that is unset (longest time first). The package ships those that
+  // are a module's whole forward or beat Inductor's fusion (rules/package/assembly.cpp).
+  const TargetSelection& sel = ctx.manifest.targets;
+  const std::string cap = sel.chains ? "targets.chains (" + std::to_string(*sel.chains) + ")"
+                                     : "targets.top (" + std::to_string(sel.top) + ")";
+  int chains_left = sel.chains ? *sel.chains : sel.top > 0 ? sel.top : INT32_MAX;
   for (auto& t : ctx.chain_targets) {
     std::string why;
     json* c = nullptr;
@@ -331,20 +335,25 @@ void SearchRule::apply(BuildContext& ctx) {
       if (entry.value("id", json()) == t.id) c = &entry;
     ChainStrategies generated = ctx.manifest.proposer.strategies ? chain_strategies(t) : ChainStrategies{};
     why = generated.why;
-    if (generated.strategies.empty()) {
+    const bool by_model = ctx.manifest.proposer.llm && ctx.manifest.proposer.llm->chains;
+    if (generated.strategies.empty() && !by_model) {
       if (c && !why.empty())
         (*c)["why"] = "not searched: the library has no fused kernel for it (" + why + "); `forge try` verifies one (its id)";
       continue;
     }
     if (chains_left-- <= 0) {
-      if (c) (*c)["why"] = "not searched: beyond forge.yaml's targets.top (" + std::to_string(ctx.manifest.targets.top) + ")";
+      if (c) (*c)["why"] = "not searched: beyond forge.yaml's " + cap;
       continue;
     }
     search_one(t, &generated);
     if (!c) continue;
     (*c)["searched"] = t.iterations > 0;
     if (t.iterations > 0)
-      (*c)["why"] = "searched with the library's fused kernel; the package stage says whether it ships";
+      (*c)["why"] = std::string("searched with ") +
+                    (generated.strategies.empty() ? "the model's kernels"
+                     : by_model                   ? "the library's fused kernel and the model's"
+                                                  : "the library's fused kernel") +
+                    "; the package stage says whether it ships";
     else if (!t.why.empty())
       (*c)["why"] = "not searched: " + t.why;
     (*c)["search"] = {{"iterations", t.iterations},
@@ -379,9 +388,10 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
   auto family = family_of(families, t, &no_family_why);
   if (!family) return no_family(t, no_family_why);
   ProposerSpec want = ctx.manifest.proposer;
-  // A chain's kernels come from the library's generator alone for now: the
-  // model proposer's prompts describe one ATen op.
-  if (t.chain.is_object()) want.llm.reset();
+  // A chain's kernels come from the library's generator, and from the model
+  // where forge.yaml asks it for chains (proposer.llm.chains): each chain's
+  // search then sends requests of its own.
+  if (t.chain.is_object() && want.llm && !want.llm->chains) want.llm.reset();
   std::vector<Strategy> strategies;
   if (t.chain.is_object()) {
     // A chain: the library's kernels, generated from its definition (once, by the caller).
@@ -489,6 +499,8 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
     } catch (const std::exception& e) {
       ctx.failed = true;
       ctx.notes.push_back("search of " + t.id + " stopped: " + e.what());
+      // With no evaluation, the target's report says why (a chain's `why` reads it).
+      if (journal.records().size() == journaled && t.why.empty()) t.why = std::string("its search stopped: ") + e.what();
     }
     if (fresh > 0) {
       const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - started;

@@ -146,6 +146,14 @@ TEST_CASE("every field round-trips") {
   CHECK(m.store == "/var/cache/forge");
   CHECK(m.executor == "slurm");
 
+  SUBCASE("targets.chains: unset (as many as top), a count, or a clear error") {
+    CHECK_FALSE(parse_manifest(kMinimal, "/p/forge.yaml").targets.chains.has_value());
+    CHECK(parse_manifest(std::string(kMinimal) + "targets: {chains: 0}\n", "/p/forge.yaml").targets.chains == 0);
+    const std::string bad = manifest_error(std::string(kMinimal) + "targets: {chains: -1}\n");
+    CHECK(bad.find("chains") != std::string::npos);
+    CHECK(bad.find("forge.yaml:") != std::string::npos);
+  }
+
   SUBCASE("llm providers") {
     auto llm = [](const std::string& body) {
       return parse_manifest(std::string(kMinimal) + "proposer:\n  llm:\n" + body, "/p/forge.yaml")
@@ -157,6 +165,12 @@ TEST_CASE("every field round-trips") {
     forge::LlmSpec cmd = llm("    provider: command\n    command: ./propose.sh --fast\n");
     CHECK(cmd.command == "./propose.sh --fast");
     CHECK(cmd.api_key_env.empty());
+    CHECK_FALSE(cmd.chains);  // chains are the library's unless asked
+    CHECK(llm("    provider: command\n    command: x\n    chains: true\n").chains);
+    const std::string bad =
+        manifest_error(std::string(kMinimal) + "proposer:\n  llm:\n    provider: command\n    command: x\n    chains: often\n");
+    CHECK(bad.find("chains") != std::string::npos);  // the field, with its file and line
+    CHECK(bad.find("forge.yaml:") != std::string::npos);
   }
 }
 

@@ -35,6 +35,8 @@ The op's calls are counted in libforge.so's report as every override's are;
     torch.ops.load_library(".forge/package/libforge.so")
     sys.path.insert(0, ".forge/package"); import forge_modules; forge_modules.install()
 """
+import builtins
+import dis
 import hashlib
 import json
 import os
@@ -137,9 +139,13 @@ def _outside_reads(cls, original):
         while todo:
             c = todo.pop()
             todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-            # Names bound to plain values now (a module, a class or a function
-            # rebound to a number later is not expected): read per call.
-            reads += [(fn.__globals__, n) for n in c.co_names if isinstance(fn.__globals__.get(n, 0), _PLAIN)]
+            # The names the code loads as globals (not its attribute names, which
+            # share co_names), bound to plain values now or not yet bound (a
+            # module, a class or a function rebound to a number later is not
+            # expected): read per call.
+            loaded = {i.argval for i in dis.get_instructions(c) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+            loaded = {n for n in loaded if n in fn.__globals__ or not hasattr(builtins, n)}  # super, len, ...
+            reads += [(fn.__globals__, n) for n in sorted(loaded) if isinstance(fn.__globals__.get(n, 0), _PLAIN)]
     cells = tuple(getattr(original, "__closure__", None) or ())
     return reads, cells
 

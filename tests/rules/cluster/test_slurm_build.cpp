@@ -34,7 +34,7 @@ void make_project(const fs::path& dir, const std::string& cache_url) {
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
   test::write_text(dir / "forge.yaml",
                    "models:\n  transformer: {run: python transformer.py, check_runs: 1}\n"
-                   "targets: {ops: [native_layer_norm, _softmax], top: 0, min_share: 0}\n"
+                   "targets: {ops: [native_layer_norm, _softmax], top: 0, min_share: 0, chains: 0}\n"
                    "budget: {iterations: 2}\n"
                    "executor: slurm\n"
                    "slurm: {gres: 'gpu:1', max_parallel: 2, poll_seconds: 0.5, retries: 1}\n"

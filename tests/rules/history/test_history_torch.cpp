@@ -79,7 +79,7 @@ TEST_CASE("forge build commits accepted kernels to forge/kernels in the project'
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
   test::write_text(dir / "forge.yaml",
                    "models:\n  transformer: {run: python transformer.py, check_runs: 1}\n"
-                   "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\n"
+                   "targets: {ops: [native_layer_norm], top: 0, min_share: 0, chains: 0}\n"
                    "budget: {iterations: 2}\n");
   auto first = test::run_forge("--json build", dir.path());
   INFO(first.err);
@@ -122,7 +122,7 @@ TEST_CASE("forge replay and forge bisect on a real build") {
   fs::copy_file(src / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
   test::write_text(dir / "forge.yaml",
                    "models:\n  transformer: {run: python transformer.py, check_runs: 1}\n"
-                   "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\n"
+                   "targets: {ops: [native_layer_norm], top: 0, min_share: 0, chains: 0}\n"
                    "budget: {iterations: 3}\n");
   auto build = test::run_forge("--json build", dir.path());
   INFO(build.err);

@@ -131,5 +131,71 @@ TEST_CASE("forge build with the command provider: variants asked together, a fai
   CHECK(first.err.find(key) == std::string::npos);
 }
 
+// proposer.llm.chains: the model proposes for chain targets too. A Swish
+// module's chain (sigmoid, mul), the library off: the script answers with a
+// hand-written kernel for the chain's call (x in, y out), which verifies
+// against the stock chain; the prompt names the chain's op and its ATen ops.
+TEST_CASE("forge build asks the model for a chain's kernel where proposer.llm.chains is on") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  test::write_text(dir / "model.py",
+                   "import torch\n"
+                   "class Swish(torch.nn.Module):\n"
+                   "    def forward(self, x):\n"
+                   "        return x * torch.sigmoid(x)\n"
+                   "x = torch.randn(64, 4096)\n"
+                   "with torch.no_grad():\n"
+                   "    for _ in range(3):\n"
+                   "        y = Swish()(x)\n"
+                   "print(float(y.sum()))\n");
+  test::write_text(dir / "kernel.cpp", R"(#include <cmath>
+#include <cstdint>
+#include "forge_kernel.h"
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != 1 || call->n_outputs != 1) return 1;
+  const forge_tensor& x = call->inputs[0];
+  const forge_tensor& y = call->outputs[0];
+  if (x.dtype != FORGE_FLOAT32 || y.dtype != FORGE_FLOAT32 || x.ndim != y.ndim) return 1;
+  int64_t n = 1, expect = 1;
+  for (int d = x.ndim - 1; d >= 0; --d) {
+    if (x.sizes[d] != y.sizes[d]) return 1;
+    if (x.sizes[d] != 1 && (x.strides[d] != expect || y.strides[d] != expect)) return 1;
+    expect *= x.sizes[d];
+    n *= x.sizes[d];
+  }
+  const float* in = static_cast<const float*>(x.data);
+  float* out = static_cast<float*>(y.data);
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i] / (1.0f + std::exp(-in[i]));
+  return 0;
+}
+)");
+  test::write_text(dir / "model.sh",
+                   "#!/bin/sh\ncat > prompt-$FORGE_LLM_VARIANT.txt\n"
+                   "echo 'x times its sigmoid in one pass.'\necho '```cpp'\ncat kernel.cpp\necho '```'\n");
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  m: {run: python model.py, env: {OMP_NUM_THREADS: '1'}, check_runs: 1}\n"
+                   "targets: {ops: [native_layer_norm], top: 1, min_share: 0}\n"  // no single op: the chain alone
+                   "budget: {iterations: 1}\n"
+                   "proposer:\n  strategies: false\n"
+                   "  llm: {provider: command, command: sh model.sh, variants: 1, chains: true}\n");
+  auto build = test::run_forge("--json build", dir.path());
+  INFO(build.err);
+  REQUIRE(build.exit_code == 0);
+  const json r = json::parse(build.out);
+  INFO(r["chains"].dump());
+  const json* swish = nullptr;
+  for (const auto& c : r["chains"])
+    if (c["ops"] == json::array({"sigmoid", "mul.Tensor"})) swish = &c;
+  REQUIRE(swish);
+  CHECK((*swish)["searched"] == true);
+  CHECK((*swish)["why"].get<std::string>().rfind("searched with the model's kernels", 0) == 0);
+  CHECK((*swish)["search"]["verified"] == 1);
+  CHECK(r["llm"]["requests"] == 1);
+  const std::string prompt = test::read_text(dir / "prompt-1.txt");
+  CHECK(prompt.find("forge_chain::c_") != std::string::npos);
+  CHECK(prompt.find("aten::forge_chain") == std::string::npos);
+  CHECK(prompt.find("aten::sigmoid") != std::string::npos);
+}
+
 TEST_SUITE_END();
 }  // namespace forge

@@ -29,7 +29,7 @@ TEST_CASE("the example's targets are searched, a candidate is accepted, and the 
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
   test::write_text(dir / "forge.yaml",
                    "models:\n  transformer: {run: python transformer.py, check_runs: 1}\n"
-                   "targets: {ops: [native_layer_norm, _softmax], top: 0, min_share: 0}\n"
+                   "targets: {ops: [native_layer_norm, _softmax], top: 0, min_share: 0, chains: 0}\n"
                    "budget: {iterations: 2}\n");
 
   auto first = test::run_forge("--json build", dir.path());
@@ -55,6 +55,16 @@ TEST_CASE("the example's targets are searched, a candidate is accepted, and the 
     }
   }
   CHECK_MESSAGE(accepted >= 1, "no candidate was accepted: " << r["targets"].dump());
+  // targets.chains: 0 leaves the attention scores' chain (div, _softmax),
+  // which the library fuses, unsearched, and says so.
+  bool capped = false;
+  for (const auto& c : r["chains"])
+    if (c["ops"] == json::array({"div.Tensor", "_softmax"})) {
+      capped = true;
+      CHECK(c["searched"] == false);
+      CHECK(c["why"] == "not searched: beyond forge.yaml's targets.chains (0)");
+    }
+  CHECK_MESSAGE(capped, r["chains"].dump());
   // This build's own search time, per target (candidates per minute).
   for (const auto& t : r["targets"]) {
     const json& run = r["search"][t["id"].get<std::string>()];
@@ -100,7 +110,7 @@ TEST_CASE("budget.parallel compiles the next candidates ahead; the search takes 
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
   test::write_text(dir / "forge.yaml",
                    "models:\n  transformer: {run: python transformer.py, check_runs: 1}\n"
-                   "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\n"
+                   "targets: {ops: [native_layer_norm], top: 0, min_share: 0, chains: 0}\n"
                    "budget: {iterations: 4, parallel: 3}\n");
   auto build = test::run_forge("--json build", dir.path());
   INFO(build.err);
@@ -118,8 +128,8 @@ TEST_CASE("budget.parallel compiles the next candidates ahead; the search takes 
   CHECK(wall["compiled_ahead"].get<int>() <= 3);
   CHECK(wall["exhausted"] == false);  // the budget stopped it, not a lack of actions
 
-  // The evaluation records (store objects: a 20-byte header, then JSON): each
-  // evaluation's own compile ran before it, so each reads "cached".
+  // The evaluation records (store objects: a 20-byte header, then JSON) of
+  // the layer norm: each evaluation's own compile ran before it, so each reads "cached".
   int evaluated = 0, cached = 0;
   for (const auto& f : fs::recursive_directory_iterator(dir / ".forge" / "objects")) {
     if (!f.is_regular_file()) continue;
@@ -127,6 +137,7 @@ TEST_CASE("budget.parallel compiles the next candidates ahead; the search takes 
     if (text.size() < 20) continue;
     json rec = json::parse(text.substr(20), nullptr, false);
     if (!rec.is_object() || !rec.contains("candidate") || !rec.contains("compile")) continue;
+    if (rec.value("target", "") != r["targets"][0]["id"]) continue;
     ++evaluated;
     if (rec["compile"].value("cached", false)) ++cached;
   }
@@ -155,7 +166,7 @@ TEST_CASE("an interrupted build prints its report, exits 130, and the next build
   fs::copy_file(repo / "examples" / "tiny" / "transformer.py", dir / "transformer.py");
   test::write_text(dir / "forge.yaml",
                    "models:\n  transformer: {run: python transformer.py, check_runs: 1}\n"
-                   "targets: {ops: [native_layer_norm], top: 0, min_share: 0}\n"
+                   "targets: {ops: [native_layer_norm], top: 0, min_share: 0, chains: 0}\n"
                    "budget: {iterations: 1}\n");
   auto warm = test::run_forge("--json build", dir.path());  // capture, worker, baselines
   INFO(warm.err);

@@ -242,6 +242,12 @@ with torch.no_grad():
     d.cfg.scale = 4.0
     check("a field of a config attribute, changed", d(x), torch.exp(x / 4.0))
 
+    # What the call key reads from outside: DivExp's globals (SCALE; torch is no
+    # plain value), not the attribute names its code shares co_names with (cfg, scale).
+    reads, _ = modules._outside_reads(DivExp, getattr(DivExp.forward, "__wrapped__", DivExp.forward))
+    if sorted(n for _, n in reads) != ["SCALE"]:
+        failures.append("outside reads: %s, not just SCALE" % sorted(n for _, n in reads))
+
     o = AddOwn()
     o(o.w)
     check("its own weight as the argument, then another tensor", o(y), torch.relu(y + o.w))
