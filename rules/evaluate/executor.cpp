@@ -80,8 +80,9 @@ EvalResult eval_result_from_reply(const json& v, bool* restart) {
   res.reply = v;
   if (v.contains("error")) {
     // The worker refused forge's request: nothing is known about the candidate.
+    // "refused": "memory": the call is too large to verify on this device.
     res.verdict = "error";
-    res.reason = "worker_error";
+    res.reason = v.value("refused", "") == "memory" ? "too_large" : "worker_error";
     res.detail = v["error"].is_string() ? v["error"].get<std::string>() : v["error"].dump();
   } else {
     res.verdict = v.value("verdict", "");

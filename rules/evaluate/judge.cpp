@@ -26,6 +26,8 @@ mcts::Outcome::Status status_of(const json& rec) {
 mcts::Outcome judge_candidate(BuildContext& ctx, Executor& executor, const Target& target,
                               const Family& family, const CandidateSource& src, json* record) {
   json rec = evaluate_candidates(ctx, executor, target, family, {src}).front();
+  if (rec.value("verdict", "") == "error" && rec.value("reason", "") == "too_large")
+    throw TooLargeToVerify(rec.value("detail", ""));
   if (rec.value("verdict", "") == "error")
     throw std::runtime_error("could not evaluate " + src.name + ": " + rec.value("detail", ""));
   mcts::Outcome out;

@@ -496,6 +496,11 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
       fresh = static_cast<int>(journal.records().size() - journaled);
       ctx.notes.push_back("search of " + t.id + " interrupted after " + std::to_string(fresh) +
                           " new evaluations");
+    } catch (const TooLargeToVerify& e) {
+      // Not the build's failure: this device cannot hold the call's verification.
+      // Nothing is cached, so a larger device searches it.
+      ctx.notes.push_back("search of " + t.id + " left out: too large to verify on this device (" + e.what() + ")");
+      if (t.why.empty()) t.why = std::string("too large to verify on this device: ") + e.what();
     } catch (const std::exception& e) {
       ctx.failed = true;
       ctx.notes.push_back("search of " + t.id + " stopped: " + e.what());

@@ -307,7 +307,7 @@ class TorchEvaluator final : public Evaluator {
     MemoryNeeds needs = memory_needs(spec);
     needs.free_bytes = static_cast<int64_t>(static_cast<double>(dev.free_bytes()) * std::pow(0.6, squeeze));
     const MemoryPlan mem = plan_memory(needs);
-    if (!mem.refused.empty()) throw RequestError("not enough memory to evaluate " + spec.name + ": " + mem.refused);
+    if (!mem.refused.empty()) throw MemoryRefused("not enough memory to evaluate " + spec.name + ": " + mem.refused);
     if (squeeze > 0)
       notes.push_back("memory: ran out of device memory; planned again for " +
                       std::to_string(squeeze == 1 ? 60 : 36) + "% of the free memory");

@@ -18,6 +18,13 @@ struct RequestError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A call whose verification cannot fit in the device's free memory, refused
+// before anything is allocated: the reply adds "refused": "memory" (forge
+// then leaves the target out instead of failing the build).
+struct MemoryRefused : RequestError {
+  using RequestError::RequestError;
+};
+
 struct Options {
   std::string backend = "auto";  // cpu | cuda | auto (cuda when available)
   double ceiling = 0;            // > 0: use this copy ceiling instead of measuring one

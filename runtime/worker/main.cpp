@@ -140,6 +140,9 @@ int main(int argc, char** argv) {
       Outcome out;
       try {
         out = ev->evaluate(req);
+      } catch (const MemoryRefused& e) {
+        write_line({{"id", id}, {"error", e.what()}, {"refused", "memory"}});
+        continue;
       } catch (const RequestError& e) {
         write_line({{"id", id}, {"error", e.what()}});
         continue;
