@@ -186,8 +186,8 @@ TEST_CASE("group norm -> SiLU, an RMSNorm spelled as ops and a reduction chain c
   REQUIRE_MESSAGE(sources.size() == 4, red.why);
   // And attention scores (softmax in reduce_definition): softmax(x * scale +
   // mask) in float32, cast back to bf16, x [2, 8, 64, 1024] (rows held in
-  // registers), mask [2, 1, 64, 1024]; and a log_softmax on rows of 50000
-  // (read three times).
+  // registers), mask [2, 1, 64, 1024]. The template's other paths (long rows,
+  // columns, log_softmax) are `if constexpr` outside templates: compiled here too.
   auto softmax = [&](const char* op, std::vector<int64_t> sizes, bool cast) {
     std::vector<int64_t> msizes = sizes;
     msizes[1] = 1;
@@ -212,8 +212,6 @@ TEST_CASE("group norm -> SiLU, an RMSNorm spelled as ops and a reduction chain c
   };
   const std::string held = softmax("aten::_softmax", {2, 8, 64, 1024}, true);
   REQUIRE_MESSAGE(sources.size() == 5, held);
-  const std::string long_rows = softmax("aten::_log_softmax", {2, 2, 50000}, false);
-  REQUIRE_MESSAGE(sources.size() == 6, long_rows);
   auto rs = w.compile(sources, {.cuda_arch = "sm_90a"});
   for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, sources[i].name << ": " << rs[i].log);
 }
