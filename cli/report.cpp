@@ -119,9 +119,9 @@ void print_chains(const json& chains) {
                   c.value("whole_forward", false) ? " (its whole forward)" : "");
     if (const json id = c.value("id", json()); id.is_string())
       std::printf("%-12s %6s %7s %10s  target %s\n", "", "", "", "", id.get<std::string>().c_str());
+    if (const json why = c.value("why", json()); why.is_string())
+      std::printf("%-12s %6s %7s %10s  %s\n", "", "", "", "", why.get<std::string>().c_str());
   }
-  if (const json why = chains[0].value("why", json()); why.is_string())
-    std::printf("  %s\n", why.get<std::string>().c_str());
 }
 
 static void print_package(const json& p) {

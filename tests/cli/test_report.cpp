@@ -118,6 +118,25 @@ TEST_CASE("status --all lists each op not selected with its reason and why") {
   CHECK(printed_by([] { cli::print_not_selected(json::array()); }).empty());
 }
 
+// Each chain's reason is printed under that chain: the table printed the
+// first chain's reason once, after the last chain, where it read as the last one's.
+TEST_CASE("each chain's why is printed under that chain") {
+  const json chains = json::array(
+      {{{"model", "cnn"}, {"ops", {"native_group_norm", "silu", "add.Tensor"}}, {"share", 0.096}, {"calls", 6},
+        {"time_us", 4498}, {"id", "cnn/chain/a36fc3"}, {"why", "not searched: no fused kernel"}},
+       {{"model", "transformer"}, {"ops", {"div.Tensor", "_softmax"}}, {"share", 0.304}, {"calls", 6},
+        {"time_us", 5249}, {"id", "transformer/chain/3d16da"}, {"why", "searched with the library's fused kernel"}}});
+  const std::string out = printed_by([&] { cli::print_chains(chains); });
+  INFO(out);
+  const size_t cnn = out.find("cnn/chain/a36fc3"), cnn_why = out.find("not searched: no fused kernel");
+  const size_t tr = out.find("transformer/chain/3d16da"), tr_why = out.find("searched with the library's");
+  REQUIRE(cnn != std::string::npos);
+  REQUIRE(tr != std::string::npos);
+  CHECK(cnn < cnn_why);
+  CHECK(cnn_why < tr);
+  CHECK(tr < tr_why);
+}
+
 TEST_SUITE_END();
 
 }  // namespace forge
