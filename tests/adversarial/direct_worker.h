@@ -50,6 +50,31 @@ inline bool reason_matches(const std::string& reason, const std::string& expecte
   return false;
 }
 
+// `cu` compiled as rules/evaluate/compile.cpp compiles CUDA candidates (sm_90a) into `so`.
+inline bool compile_cuda_candidate(const std::filesystem::path& cu, const std::filesystem::path& so) {
+  const std::string cc = "nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -cudart shared "
+                         "-gencode=arch=compute_90a,code=sm_90a -I'" +
+                         (std::filesystem::path(FORGE_SOURCE_DIR) / "runtime" / "abi").string() + "' -o '" +
+                         so.string() + "' '" + cu.string() + "' 2>&1";
+  return std::system(cc.c_str()) == 0;
+}
+
+// The worker's evaluate request for candidate `so` on `op` with `args`, a
+// fixed seed and a short benchmark.
+inline nlohmann::json evaluate_request(const std::string& id, const std::string& op, const nlohmann::json& args,
+                                       const nlohmann::json& family, const std::filesystem::path& so) {
+  return {{"cmd", "evaluate"},
+          {"id", id},
+          {"op", op},
+          {"args", args},
+          {"samples", nlohmann::json::array()},
+          {"family", family},
+          {"candidate", so.string()},
+          {"seed", 7},
+          {"call_timeout_seconds", 10},
+          {"bench", {{"warmup", 3}, {"reps", 20}, {"min_seconds", 0.1}, {"max_seconds", 5}}}};
+}
+
 // One worker process for all requests (a candidate's crash ends only its
 // runner); the replies by id. `extra_args` e.g. "--backend cpu --ceiling 1e10".
 inline std::map<std::string, nlohmann::json> evaluate_directly(const std::filesystem::path& worker,

@@ -71,21 +71,8 @@ TEST_CASE("a Python number beside CUDA tensors reaches the candidate in host mem
   for (const auto& [name, write] : {std::pair{"reads", false}, std::pair{"writes", true}}) {
     test::write_text(dir / (std::string(name) + ".cu"), candidate(write));
     const fs::path so = dir / (std::string(name) + ".so");
-    const std::string cc = "nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -cudart shared "
-                           "-gencode=arch=compute_90a,code=sm_90a -I'" +
-                           (repo / "runtime" / "abi").string() + "' -o '" + so.string() + "' '" +
-                           (dir / (std::string(name) + ".cu")).string() + "' 2>&1";
-    REQUIRE_MESSAGE(std::system(cc.c_str()) == 0, "cannot compile " << name);
-    requests.push_back({{"cmd", "evaluate"},
-                        {"id", name},
-                        {"op", "mul.Tensor"},
-                        {"args", args},
-                        {"samples", json::array()},
-                        {"family", family},
-                        {"candidate", so.string()},
-                        {"seed", 7},
-                        {"call_timeout_seconds", 10},
-                        {"bench", {{"warmup", 3}, {"reps", 20}, {"min_seconds", 0.1}, {"max_seconds", 5}}}});
+    REQUIRE_MESSAGE(test::compile_cuda_candidate(dir / (std::string(name) + ".cu"), so), "cannot compile " << name);
+    requests.push_back(test::evaluate_request(name, "mul.Tensor", args, family, so));
   }
   auto replies = test::evaluate_directly(worker, requests, dir.path(), "--backend cuda");
   REQUIRE(replies.count("reads") == 1);

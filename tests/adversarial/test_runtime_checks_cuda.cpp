@@ -116,22 +116,8 @@ TEST_CASE("the run-time checks alone reject every CUDA cheat, or leave it nothin
   std::vector<json> requests;
   for (const auto& [name, expected] : kExpected) {
     const fs::path so = dir / (name + ".so");
-    // As rules/evaluate/compile.cpp compiles CUDA candidates.
-    const std::string cc = "nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -cudart shared "
-                           "-gencode=arch=compute_90a,code=sm_90a -I'" +
-                           (kRepo / "runtime" / "abi").string() + "' -o '" + so.string() + "' '" +
-                           (kCheats / (name + ".cu")).string() + "' 2>&1";
-    REQUIRE_MESSAGE(std::system(cc.c_str()) == 0, "cannot compile " << name);
-    requests.push_back({{"cmd", "evaluate"},
-                        {"id", name},
-                        {"op", "_softmax"},
-                        {"args", args},
-                        {"samples", json::array()},
-                        {"family", family},
-                        {"candidate", so.string()},
-                        {"seed", 7},
-                        {"call_timeout_seconds", 10},
-                        {"bench", {{"warmup", 3}, {"reps", 20}, {"min_seconds", 0.1}, {"max_seconds", 5}}}});
+    REQUIRE_MESSAGE(test::compile_cuda_candidate(kCheats / (name + ".cu"), so), "cannot compile " << name);
+    requests.push_back(test::evaluate_request(name, "_softmax", args, family, so));
   }
   auto replies = test::evaluate_directly(worker, requests, dir.path(), "--backend cuda");
   REQUIRE(replies.count("softmax_ok") == 1);

@@ -41,10 +41,7 @@ TEST_CASE("a call too large to verify is refused for memory, and forge reads it 
   const json family = load_family(repo / "targets" / "pointwise" / "family.yaml").spec;
   const json huge = {{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {1 << 20, 1 << 18}},
                      {"strides", {1 << 18, 1}}, {"device", "cpu"}, {"name", "self"}};
-  const json request = {{"cmd", "evaluate"}, {"id", "huge"}, {"op", "relu"}, {"args", json::array({huge})},
-                        {"samples", json::array()}, {"candidate", (dir / "never_loaded.so").string()}, {"seed", 7},
-                        {"family", family}, {"call_timeout_seconds", 10},
-                        {"bench", {{"warmup", 1}, {"reps", 3}, {"min_seconds", 0.0}, {"max_seconds", 1}}}};
+  const json request = test::evaluate_request("huge", "relu", json::array({huge}), family, dir / "never_loaded.so");
   auto replies = test::evaluate_directly(worker, {request}, dir.path(), "--backend cpu");
   REQUIRE(replies.count("huge") == 1);
   const json& r = replies["huge"];
