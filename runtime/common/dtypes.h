@@ -68,6 +68,13 @@ constexpr int bytes(std::string_view name) {
   return d ? d->bytes : 0;
 }
 
+// Element size of the dtype with ABI code `abi` (enum forge_dtype); 0 for none.
+constexpr int abi_bytes(int32_t abi) {
+  for (const Dtype& d : kAll)
+    if (abi >= 0 && d.abi == abi) return d.bytes;
+  return 0;
+}
+
 // Is `name` a dtype the candidate ABI carries (the ones a family's tolerance may name)?
 constexpr bool in_abi(std::string_view name) {
   const Dtype* d = find(name);

@@ -8,6 +8,7 @@
 
 #include "../common/dtypes.h"
 #include "judge.h"
+#include "op_args_detail.h"
 
 namespace forge::worker {
 
@@ -18,12 +19,6 @@ std::string one_line(std::string s) {
 }
 
 namespace {
-
-int64_t dtype_bytes(int32_t abi) {
-  for (const auto& d : dtypes::kAll)
-    if (d.abi == abi) return d.bytes;
-  return 0;
-}
 
 runner::TensorMsg message(const forge_tensor& t, const Arena& arena) {
   runner::TensorMsg m{};
@@ -38,12 +33,9 @@ runner::TensorMsg message(const forge_tensor& t, const Arena& arena) {
     m.offset = arena.offset_of(t.data);
     if (m.offset < 0 && arena.cuda()) {
       // A host tensor (byte_buffer keeps CPU tensors out of the CUDA arena): its bytes travel in the message.
-      int64_t last = 0, any = 1;
-      for (int d = 0; d < t.ndim; ++d) {
-        any *= t.sizes[d] > 0 ? 1 : 0;
-        last += (t.sizes[d] - 1) * t.strides[d];
-      }
-      const int64_t bytes = any ? (last + 1) * dtype_bytes(t.dtype) : 0;
+      const int64_t bytes = detail::extent_bytes(at::IntArrayRef(t.sizes, static_cast<size_t>(t.ndim)),
+                                                 at::IntArrayRef(t.strides, static_cast<size_t>(t.ndim)),
+                                                 dtypes::abi_bytes(t.dtype));
       if (bytes <= 0 || bytes > runner::kInlineBytes)
         throw RequestError("a CPU tensor of " + std::to_string(bytes) + " bytes beside CUDA ones (at most " +
                            std::to_string(runner::kInlineBytes) + " travel to the runner)");
