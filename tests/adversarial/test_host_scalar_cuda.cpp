@@ -3,9 +3,8 @@
 // memory, so the judge keeps the number in host memory and its bytes travel
 // in the request (runner_protocol.h, kHostInline). An honest candidate that
 // reads it on the host is accepted; one that writes it is rejected like any
-// candidate changing its call. Before, the number went into the CUDA arena
-// and every such evaluation crashed. Skipped, visibly, without a GPU (CI);
-// run on the H200.
+// candidate changing its call. Skipped, visibly, without a GPU (CI); run on
+// the H200.
 #include <doctest/doctest.h>
 
 #include <cstdlib>

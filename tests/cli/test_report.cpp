@@ -118,8 +118,7 @@ TEST_CASE("status --all lists each op not selected with its reason and why") {
   CHECK(printed_by([] { cli::print_not_selected(json::array()); }).empty());
 }
 
-// Each chain's reason is printed under that chain: the table printed the
-// first chain's reason once, after the last chain, where it read as the last one's.
+// Each chain's reason is printed under that chain, before the next chain.
 TEST_CASE("each chain's why is printed under that chain") {
   const json chains = json::array(
       {{{"model", "cnn"}, {"ops", {"native_group_norm", "silu", "add.Tensor"}}, {"share", 0.096}, {"calls", 6},

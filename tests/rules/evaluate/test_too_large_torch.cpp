@@ -1,10 +1,9 @@
 // A call too large to verify on the device: the worker refuses it before
 // allocating anything, saying so ("refused": "memory"), and forge reads that
 // as "too_large", which leaves the target out of the search instead of
-// failing the build (rules/evaluate/judge.h, TooLargeToVerify). KernelBench's
-// L1 and L2 norms on an 80 GB card (a 17.2 GB call) stopped their builds
-// before. Here on the CPU backend: a relu on a 1 TiB tensor. Skipped
-// (visibly) where torch is not importable.
+// failing the build (rules/evaluate/judge.h, TooLargeToVerify). Here on the
+// CPU backend: a relu on a 1 TiB tensor. Skipped (visibly) where torch is not
+// importable.
 #include <doctest/doctest.h>
 
 #include <filesystem>
