@@ -77,8 +77,10 @@ TEST_CASE("a chain that is a module's whole forward ships and replaces that forw
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   fs::copy_file(fs::path(FORGE_TEST_DIR) / "rules" / "package" / "chain_module" / "model.py", dir / "model.py");
+  // One end-to-end run: fewer than three never judge the model slower, which
+  // on a loaded CPU could leave every kernel out of the package read below.
   test::write_text(dir / "forge.yaml",
-                   "models:\n  m: {run: python model.py, env: {OMP_NUM_THREADS: '1'}}\n"
+                   "models:\n  m: {run: python model.py, check_runs: 1, env: {OMP_NUM_THREADS: '1'}}\n"
                    "device: {backend: cpu}\n"
                    "budget: {iterations: 1}\n"
                    "targets: {top: 7}\n");
@@ -112,6 +114,7 @@ TEST_CASE("a chain that is a module's whole forward ships and replaces that forw
                                               {"__main__.RMSNorm16", 1},     {"__main__.Swish", 1}});
 
   // The package: a chain entry names its op, definition and module.
+  REQUIRE(fs::exists(dir / ".forge" / "package" / "package.json"));
   const json pkg = json::parse(test::read_text(dir / ".forge" / "package" / "package.json"));
   int chain_entries = 0;
   for (const auto& e : pkg["entries"])
