@@ -72,6 +72,15 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
   // each process numbers its own entries.
   std::map<std::tuple<std::string, long, std::string, long>, long> flows;  // (from, out, to, in) -> calls
   std::map<std::pair<std::string, long>, long> produced;                   // (entry, out) -> tensors
+  // Each process's trace (flows.h): its reads with entries by op + signature.
+  struct Read {
+    long from_call;
+    std::string from;
+    long out, to_call;
+    std::string to;
+    long in;
+  };
+  std::vector<std::pair<std::vector<Read>, json>> traces;  // (reads, open calls)
   int processes = 0;
   std::string timing;
   // Each module class's forward code digest (runtime/autoload: "module_code:<class>");
@@ -144,6 +153,17 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
     }
     for (const auto& p : proc.value("produced", json::array()))
       if (const std::string* e = key(p, "entry")) produced[{*e, p.value("out", 0L)}] += p.value("tensors", 0L);
+    if (const json trace = proc.value("trace", json()); trace.is_object()) {
+      std::vector<Read> reads;
+      for (const auto& r : trace.value("reads", json::array())) {
+        if (!r.is_array() || r.size() != 6) continue;
+        auto it_from = key_of_id.find(r[1].get<long>()), it_to = key_of_id.find(r[4].get<long>());
+        if (it_from == key_of_id.end() || it_to == key_of_id.end()) continue;
+        reads.push_back({r[0].get<long>(), it_from->second, r[2].get<long>(), r[3].get<long>(), it_to->second,
+                         r[5].get<long>()});
+      }
+      traces.emplace_back(std::move(reads), trace.value("open", json::array()));
+    }
     for (const auto& o : proc.value("outer_ops", json::array())) {
       json& m = outer[o.value("op", "")];
       if (m.is_null()) m = {{"op", o.value("op", "")}, {"calls", 0L}, {"time_us", 0.0}};
@@ -181,10 +201,17 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
                          {"to", index_of[std::get<2>(k)]}, {"in", std::get<3>(k)}, {"calls", n}});
   for (const auto& [k, n] : produced)
     produced_list.push_back({{"entry", index_of[k.first]}, {"out", k.second}, {"tensors", n}});
+  json trace_list = json::array();
+  for (const auto& [reads, open] : traces) {
+    json rs = json::array();
+    for (const Read& r : reads)
+      rs.push_back({r.from_call, index_of[r.from], r.out, r.to_call, index_of[r.to], r.in});
+    trace_list.push_back({{"reads", std::move(rs)}, {"open", open}});
+  }
   return {{"status", "ok"}, {"timing", timing},     {"processes", processes},
           {"time_us", total}, {"calls", calls},     {"entries", list},
           {"time_us_by_dispatch_key", by_key},
-          {"outer_ops", outer_list}, {"flows", flow_list}, {"produced", produced_list},
+          {"outer_ops", outer_list}, {"flows", flow_list}, {"produced", produced_list}, {"traces", trace_list},
           {"module_code", module_code}};
 }
 

@@ -95,20 +95,30 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
             return std::nullopt;
           }
       if (!is_tensor(a)) continue;
-      auto it = from.find({chain.entries[j], static_cast<int>(i + recorded)});
-      if (it != from.end() && position.count(it->second.first) && position[it->second.first] < static_cast<int>(j)) {
+      // The earlier chain op (and its output) this argument is, if any: the
+      // chain's own links (the trace's), else the record's flows.
+      std::optional<std::pair<int, int>> link;
+      if (!chain.links.empty()) {
+        if (auto l = chain.links.find({static_cast<int>(j), static_cast<int>(i + recorded)}); l != chain.links.end())
+          link = l->second;
+      } else if (auto it = from.find({chain.entries[j], static_cast<int>(i + recorded)});
+                 it != from.end() && position.count(it->second.first) && position[it->second.first] < static_cast<int>(j)) {
+        link = std::make_pair(position[it->second.first], it->second.second);
+      }
+      if (link) {
         // The data flow looks through views: the link is the producer's output
         // itself only where the consumer read it as returned.
-        const json outs = entries.at(static_cast<size_t>(it->second.first)).value("outputs", json::array());
-        const size_t k_out = static_cast<size_t>(it->second.second);
+        const int producer = chain.entries[static_cast<size_t>(link->first)];
+        const json outs = entries.at(static_cast<size_t>(producer)).value("outputs", json::array());
+        const size_t k_out = static_cast<size_t>(link->second);
         const json produced = outs.is_array() && k_out < outs.size() ? outs[k_out] : json();
         for (const char* k : {"dtype", "sizes", "strides"})
           if (!produced.is_object() || produced.value(k, json()) != a.value(k, json())) {
-            *why = op + " reads a view of " + entries.at(static_cast<size_t>(it->second.first)).value("op", "") +
+            *why = op + " reads a view of " + entries.at(static_cast<size_t>(producer)).value("op", "") +
                    "'s output, which a chain's op cannot";
             return std::nullopt;
           }
-        a["ref"] = {{"op", position[it->second.first]}, {"output", it->second.second}};
+        a["ref"] = {{"op", link->first}, {"output", link->second}};
       } else {
         // One tensor read by two ops (RMSNorm's x by pow and by mul) is one
         // input: the same record and, in every captured call, the same data.

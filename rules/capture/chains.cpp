@@ -1,6 +1,7 @@
 #include "rules/capture/chains.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -49,6 +50,30 @@ void append_entry(Chain& ch, int i, const json& e) {
   ch.time_us += e.value("time_us", 0.0);
 }
 
+namespace {
+
+// An op that writes its first argument (`relu_`, `add_.Tensor`); a cast's
+// copy_ is not one (the chain runs it as _to_copy).
+bool in_place(const json& e) {
+  if (!cast_dtype(e).empty()) return false;
+  const std::string op = e.value("op", "");
+  const std::string base = op.substr(0, op.find('.'));
+  return base.size() > 1 && base.back() == '_' && base.compare(base.size() - 2, 2, "__") != 0;
+}
+
+// Whether b may read a's output as argument `in` inside a chain: an in-place
+// op only as its self, which it then changes as its functional op would
+// return a new tensor (nothing else reads that output); never one that
+// overwrites its self without reading it.
+bool link_into_ok(const json& b, int in) {
+  if (!in_place(b)) return true;
+  const std::string op = b.value("op", "");
+  const std::string base = op.substr(0, op.find('.'));
+  return in == 0 && base != "fill_" && base != "zero_" && base != "copy_";
+}
+
+}  // namespace
+
 bool chain_op_eligible(const json& e, const std::string& backend) {
   if (!cast_dtype(e).empty()) return !inherent_reason(e, backend).has_value();
   if (e.value("kind", "kernel") != "kernel") return false;
@@ -56,7 +81,98 @@ bool chain_op_eligible(const json& e, const std::string& backend) {
   return !inherent_reason(e, backend).has_value();
 }
 
-std::vector<Chain> find_chains(const json& record, const std::string& backend) {
+namespace {
+
+// A run of linked ops: their entries in data-flow order, the links between
+// them (Chain::links; empty from aggregated flows) and its calls.
+struct Run {
+  std::vector<int> ids;
+  std::map<std::pair<int, int>, std::pair<int, int>> links;
+  long calls = 0;
+};
+
+// The runs of the trace (flows.h), call by call: a read of call a's output k
+// by call b links them when both entries are chain-eligible, that output is
+// read once, by b, no other output of a is read, a's reads were all traced
+// (a is not open) and b reads no other linked call. Runs of the same entries
+// and links are one run, their calls counted.
+std::vector<Run> trace_runs(const json& record, const std::function<bool(int)>& eligible,
+                            const std::function<bool(int, int)>& link_ok) {
+  std::map<std::pair<std::vector<int>, std::vector<std::tuple<int, int, int>>>, long> count;
+  for (const auto& tr : record.value("traces", json::array())) {
+    const json reads = tr.value("reads", json::array());
+    std::set<long> open;
+    for (const auto& c : tr.value("open", json::array())) open.insert(c.get<long>());
+    std::map<std::pair<long, long>, int> uses;  // (call, out) -> reads
+    std::map<long, std::set<long>> outs_read;   // call -> its outputs read
+    std::map<long, int> entry_of;               // call -> entry
+    for (const auto& r : reads) {
+      uses[{r[0].get<long>(), r[2].get<long>()}]++;
+      outs_read[r[0].get<long>()].insert(r[2].get<long>());
+      entry_of[r[0].get<long>()] = r[1].get<int>();
+      entry_of[r[3].get<long>()] = r[4].get<int>();
+    }
+    struct Link {
+      long to;
+      int in, out;
+    };
+    std::map<long, Link> next;        // a -> its one linked reader
+    std::map<long, int> predecessors;  // b -> linked calls it reads
+    for (const auto& r : reads) {
+      const long a = r[0].get<long>(), b = r[3].get<long>(), out = r[2].get<long>();
+      if (a == b || open.count(a) || uses[{a, out}] != 1 || outs_read[a].size() != 1) continue;
+      if (!eligible(r[1].get<int>()) || !eligible(r[4].get<int>()) || !link_ok(r[4].get<int>(), r[5].get<int>())) continue;
+      next[a] = {b, r[5].get<int>(), static_cast<int>(out)};
+      predecessors[b]++;
+    }
+    std::erase_if(next, [&](const auto& kv) { return predecessors[kv.second.to] != 1; });
+    std::set<long> linked_to;
+    for (const auto& [a, l] : next) linked_to.insert(l.to);
+    for (const auto& [start, _] : next) {
+      if (linked_to.count(start)) continue;
+      std::vector<int> ids{entry_of[start]};
+      std::vector<std::tuple<int, int, int>> links;  // (op, input, producer's output)
+      for (auto it = next.find(start); it != next.end(); it = next.find(it->second.to)) {
+        links.emplace_back(static_cast<int>(ids.size()), it->second.in, it->second.out);
+        ids.push_back(entry_of[it->second.to]);
+      }
+      count[{ids, links}]++;
+    }
+  }
+  // A run that goes on past another's last op in some calls (a model's last
+  // block into the script's loss) is that run in those calls too: its calls
+  // count for the shorter one, and it is no chain of its own where it ran
+  // fewer times than the shorter one ran alone.
+  std::map<std::pair<std::vector<int>, std::vector<std::tuple<int, int, int>>>, long> total = count;
+  std::set<std::pair<std::vector<int>, std::vector<std::tuple<int, int, int>>>> rarer;
+  for (const auto& [key, n] : count)
+    for (size_t len = 2; len < key.first.size(); ++len) {
+      const auto prefix = std::make_pair(std::vector<int>(key.first.begin(), key.first.begin() + static_cast<long>(len)),
+                                         std::vector<std::tuple<int, int, int>>(key.second.begin(),
+                                                                                key.second.begin() + static_cast<long>(len - 1)));
+      auto it = count.find(prefix);
+      if (it == count.end()) continue;
+      total[prefix] += n;
+      if (it->second >= n) rarer.insert(key);
+    }
+  std::vector<Run> runs;
+  for (const auto& [key, n] : total) {
+    if (rarer.count(key)) continue;
+    Run r;
+    r.ids = key.first;
+    for (const auto& [j, in, out] : key.second) r.links[{j, in}] = {j - 1, out};
+    r.calls = n;
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+// The runs of the flows aggregated by entry: a link a -> b where every call
+// of a and of b is linked, a's output k produced and read exactly that often,
+// by b alone, and no other output of a read; a node's one successor, a node's
+// one predecessor.
+std::vector<Run> flow_runs(const json& record, const std::function<bool(int)>& eligible,
+                           const std::function<bool(int, int)>& link_ok) {
   const json& entries = record.contains("entries") ? record["entries"] : json::array();
   const int n = static_cast<int>(entries.size());
   auto calls_of = [&](int i) { return entries[static_cast<size_t>(i)].value("calls", 0L); };
@@ -69,27 +185,69 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
     consumed[{f.value("from", -1), f.value("out", 0L)}] += f.value("calls", 0L);
     consumed_any[f.value("from", -1)] += f.value("calls", 0L);
   }
-  // A link a -> b: every call of a and of b, a's output k produced and used
-  // exactly that often, by b alone, and no other output of a used.
   std::map<int, std::set<int>> into, out_of;
   for (const auto& f : record.value("flows", json::array())) {
     const int a = f.value("from", -1), b = f.value("to", -1);
     const long k = f.value("out", 0L), c = f.value("calls", 0L);
     if (a < 0 || b < 0 || a >= n || b >= n || a == b || c <= 0) continue;
-    if (!chain_op_eligible(entries[static_cast<size_t>(a)], backend) || !chain_op_eligible(entries[static_cast<size_t>(b)], backend))
-      continue;
+    if (!eligible(a) || !eligible(b) || !link_ok(b, f.value("in", 0))) continue;
     if (c != calls_of(a) || c != calls_of(b)) continue;
     if (produced[{a, k}] != c || consumed[{a, k}] != c || consumed_any[a] != c) continue;
     out_of[a].insert(b);
     into[b].insert(a);
   }
-  // Linear runs: a node's one successor, a node's one predecessor.
   std::map<int, int> next, prev;
   for (const auto& [a, bs] : out_of)
     if (bs.size() == 1 && into[*bs.begin()].size() == 1) {
       next[a] = *bs.begin();
       prev[*bs.begin()] = a;
     }
+  std::vector<Run> runs;
+  for (const auto& [start, _] : next) {
+    if (prev.count(start)) continue;
+    Run r;
+    std::set<int> seen;
+    for (int i = start; seen.insert(i).second;) {
+      r.ids.push_back(i);
+      auto it = next.find(i);
+      if (it == next.end()) break;
+      i = it->second;
+    }
+    r.calls = calls_of(start);
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+bool has_trace(const json& record) {
+  for (const auto& tr : record.value("traces", json::array()))
+    if (!tr.value("reads", json::array()).empty()) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<Chain> find_chains(const json& record, const std::string& backend) {
+  const json& entries = record.contains("entries") ? record["entries"] : json::array();
+  const int n = static_cast<int>(entries.size());
+  auto calls_of = [&](int i) { return entries[static_cast<size_t>(i)].value("calls", 0L); };
+  auto eligible = [&](int i) { return i >= 0 && i < n && chain_op_eligible(entries[static_cast<size_t>(i)], backend); };
+  auto link_ok = [&](int b, int in) { return link_into_ok(entries[static_cast<size_t>(b)], in); };
+  std::vector<Run> runs =
+      has_trace(record) ? trace_runs(record, eligible, link_ok) : flow_runs(record, eligible, link_ok);
+  // A run never starts with an in-place op: it would change a tensor from
+  // outside the chain, which a fused kernel writing a new output does not.
+  for (Run& r : runs) {
+    size_t lead = 0;
+    while (lead < r.ids.size() && in_place(entries[static_cast<size_t>(r.ids[lead])])) ++lead;
+    if (lead == 0) continue;
+    r.ids.erase(r.ids.begin(), r.ids.begin() + static_cast<long>(std::min(lead, r.ids.size())));
+    std::map<std::pair<int, int>, std::pair<int, int>> kept;
+    for (const auto& [to, from] : r.links)
+      if (from.first >= static_cast<int>(lead))
+        kept[{to.first - static_cast<int>(lead), to.second}] = {from.first - static_cast<int>(lead), from.second};
+    r.links = std::move(kept);
+  }
   // The module every op of `ch` ran under, all of its calls, or under one of
   // its submodules: the deepest such path ("\n" when an op ran under several).
   // whole_forward: `ch` is every kernel that module's forward ran, itself or
@@ -131,40 +289,39 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
       if (under && kind != "view" && kind != "alloc") ch.whole_forward = false;
     }
   };
-  auto chain_of = [&](const std::vector<int>& ids) {
+  // Ops [a, b) of a run as a chain; its time is its calls' share of each op's.
+  auto chain_of = [&](const Run& r, size_t a, size_t b) {
     Chain ch;
-    for (int i : ids) append_entry(ch, i, entries[static_cast<size_t>(i)]);
-    ch.calls = calls_of(ids.front());
+    for (size_t j = a; j < b; ++j) {
+      const int i = r.ids[j];
+      append_entry(ch, i, entries[static_cast<size_t>(i)]);
+      if (calls_of(i) > 0 && r.calls < calls_of(i))
+        ch.time_us -= entries[static_cast<size_t>(i)].value("time_us", 0.0) * (1 - double(r.calls) / calls_of(i));
+    }
+    for (const auto& [to, from] : r.links)
+      if (to.first >= static_cast<int>(a) && to.first < static_cast<int>(b) && from.first >= static_cast<int>(a))
+        ch.links[{to.first - static_cast<int>(a), to.second}] = {from.first - static_cast<int>(a), from.second};
+    ch.calls = r.calls;
     set_module(ch);
     return ch;
   };
   std::vector<Chain> chains;
-  for (const auto& [start, _] : next) {
-    if (prev.count(start)) continue;
-    std::vector<int> ids;
-    std::set<int> seen;
-    for (int i = start; seen.insert(i).second;) {
-      ids.push_back(i);
-      auto it = next.find(i);
-      if (it == next.end()) break;
-      i = it->second;
-    }
-    if (ids.size() < 2) continue;
-    Chain whole = chain_of(ids);
+  for (const Run& r : runs) {
+    const size_t len = r.ids.size();
+    if (len < 2) continue;
+    Chain whole = chain_of(r, 0, len);
     if (!whole.whole_forward) {
       // A chain across modules: each longest run of it that is one module's
       // whole forward is a chain too (a kernel for it can stand in for the forward).
-      for (size_t a = 0; a + 1 < ids.size();) {
+      for (size_t a = 0; a + 1 < len;) {
         size_t best = 0;
-        for (size_t b = ids.size(); b >= a + 2 && !best; --b)
-          if (b - a < ids.size() &&
-              chain_of(std::vector<int>(ids.begin() + static_cast<long>(a), ids.begin() + static_cast<long>(b))).whole_forward)
-            best = b;
+        for (size_t b = len; b >= a + 2 && !best; --b)
+          if (b - a < len && chain_of(r, a, b).whole_forward) best = b;
         if (!best) {
           ++a;
           continue;
         }
-        chains.push_back(chain_of(std::vector<int>(ids.begin() + static_cast<long>(a), ids.begin() + static_cast<long>(best))));
+        chains.push_back(chain_of(r, a, best));
         a = best;
       }
     }

@@ -10,7 +10,9 @@
 // inside it are not chains of their own.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +32,10 @@ struct Chain {
   // can stand in for the forward.
   std::string module;
   bool whole_forward = false;
+  // Op j's tensor argument i read op k's output o: (j, i) -> (k, o), from the
+  // capture's trace. Empty for chains found without one (records without a
+  // trace, find_forward_chains): chain_target reads the aggregated flows.
+  std::map<std::pair<int, int>, std::pair<int, int>> links;
 };
 
 // The dtype a captured entry casts to, when it is a cast into a fresh tensor
@@ -55,10 +61,15 @@ bool chain_op_eligible(const nlohmann::json& entry, const std::string& backend);
 // The ops are in an order of their data flow.
 std::vector<Chain> find_forward_chains(const nlohmann::json& record, const std::string& backend);
 
-// The chains of a capture record ({entries, flows, produced}: rules/capture/
-// capture.cpp) for a model on `backend`, longest time first. Ops that can be
-// no target (selection.h, inherent_reason), views, allocations and GEMMs or
-// convolutions (a chain starts after them: their epilogue) take no part.
+// The chains of a capture record ({entries, flows, produced, traces}:
+// rules/capture/capture.cpp) for a model on `backend`, longest time first.
+// Ops that can be no target (selection.h, inherent_reason), views,
+// allocations and GEMMs or convolutions (a chain starts after them: their
+// epilogue) take no part. With a trace, links are judged call by call, so
+// one entry (an op and signature) can sit in several chains: a ResNet's batch
+// norm before a ReLU in one place and before a residual add in another; the
+// calls of a chain are the runs of that exact sequence. Without one, from the
+// flows aggregated by entry.
 std::vector<Chain> find_chains(const nlohmann::json& record, const std::string& backend);
 
 // {"model", "ops", "signatures", "calls", "time_us", "share", "module",

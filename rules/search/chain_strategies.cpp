@@ -132,6 +132,53 @@ std::string rounded(const std::string& expr, const std::string& dtype) {
   return expr;
 }
 
+// A batch norm's positions: (input, weight, bias, running_mean, running_var,
+// training, eps) in its schema, or nullopt for another op.
+struct BatchNormArgs {
+  int training;  // -1: the op has none (always eval)
+  int eps;
+};
+std::optional<BatchNormArgs> batch_norm_args(const std::string& name) {
+  if (name == "native_batch_norm" || name == "cudnn_batch_norm") return BatchNormArgs{5, 7};
+  if (name == "_native_batch_norm_legit_no_training") return BatchNormArgs{-1, 6};
+  return std::nullopt;
+}
+
+// Op j's line when it is a batch norm in eval mode (a chain's head: its
+// weight, bias and running statistics are chain inputs read per channel,
+// chain_inputs' read_as), "" with *why when it cannot be, nullopt for any other op.
+std::optional<std::string> batch_norm_line(const std::string& name, const json& args, size_t j,
+                                           const std::string& where, std::string* why, const std::string& last,
+                                           const json& ops) {
+  const auto pos = batch_norm_args(name);
+  if (!pos) return std::nullopt;
+  if (args.size() <= static_cast<size_t>(pos->eps)) return *why = where + " has too few arguments", std::string();
+  if (pos->training >= 0 && scalar_arg(args, static_cast<size_t>(pos->training), std::nullopt) != 0.0)
+    return *why = where + " is in training mode (it updates the running statistics)", std::string();
+  const auto eps = scalar_arg(args, static_cast<size_t>(pos->eps), std::nullopt);
+  if (!eps) return *why = where + "'s eps is not a number", std::string();
+  std::string v[5];
+  const char* fallback[5] = {nullptr, "pw_k(1.0f)", "pw_k(0.0f)", nullptr, nullptr};
+  for (size_t k = 0; k < 5; ++k) {
+    const json& a = args[k];
+    if (!is_tensor(a)) {
+      if (!fallback[k]) return *why = where + " has no running statistics", std::string();
+      v[k] = fallback[k];
+      continue;
+    }
+    const json ref = a.value("ref", json());
+    if (k > 0 && !ref.contains("input"))
+      return *why = where + "'s parameters or statistics are computed by the chain", std::string();
+    if (!ref.contains("input") && ref.value("output", 0) != 0) return *why = where + " reads an op's second output", std::string();
+    v[k] = operand(ref);
+  }
+  return "  const V t" + std::to_string(j) + " = " +
+         rounded("pw_batch_norm_eval(" + v[0] + ", " + v[1] + ", " + v[2] + ", " + v[3] + ", " + v[4] +
+                     ", static_cast<float>(" + number(*eps) + "))",
+                 result_dtype(ops, j, last)) +
+         ";  // " + name + ", eval mode\n";
+}
+
 // `stop`: the ops before it only; `given`: that op's line is `tJ = r`, a value
 // the template computed (a reduction's). `last`: the chain output's dtype.
 std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::string* why, const std::string& last,
@@ -149,11 +196,24 @@ std::string pointwise_body(const json& ops, size_t first, bool epilogue, std::st
               ", computed by the template\n";
       continue;
     }
-    if (!name.empty() && name.back() == '_') return *why = where + " is in place", "";
     if (overload == "out" || (overload.size() > 4 && overload.compare(overload.size() - 4, 4, "_out") == 0))
       return *why = where + " writes into an out= buffer, which the chain takes as an input it changes", "";
     const json& args = op.value("args", json::array());
-    auto it = table().find(full);
+    if (!name.empty() && name.back() == '_') {
+      // In place on the previous op's result, which nothing else reads
+      // (rules/capture/chains.cpp): its functional op. On a chain input it
+      // would change a tensor the caller holds.
+      const json self = !args.empty() && is_tensor(args[0]) ? args[0].value("ref", json()) : json();
+      if (!self.is_object() || self.contains("input")) return *why = where + " changes a chain input in place", "";
+      name.pop_back();
+    }
+    if (const auto bn = batch_norm_line(name, args, j, where, why, last, ops); bn) {
+      if (bn->empty()) return "";
+      body += *bn;
+      continue;
+    }
+    const std::string full_name = name + (overload.empty() ? "" : "." + overload);
+    auto it = table().find(full_name);
     if (it == table().end() && full != "_to_copy") return *why = where + " is not in the pointwise table", "";
     std::vector<std::string> operands;
     for (const auto& a : args) {
@@ -222,7 +282,8 @@ namespace {
 // The chain's inputs for a template of the output's shape: CHAIN_INPUT_LIST's
 // entries (how each input is read at output element j) and the checks of every
 // tensor's exact sizes; false with *why for an input no template reads.
-bool chain_inputs(const Target& t, std::string* list, std::string* shapes, std::string* why) {
+bool chain_inputs(const Target& t, std::string* list, std::string* shapes, std::string* why,
+                  const std::map<size_t, std::vector<int64_t>>& read_as = {}) {
   const json& out = t.outputs[0];
   const std::vector<int64_t> out_sizes = sizes_of(out);
   const int64_t numel = product(out_sizes);
@@ -230,7 +291,9 @@ bool chain_inputs(const Target& t, std::string* list, std::string* shapes, std::
   for (size_t k = 0; k < t.args.size(); ++k) {
     const json& a = t.args[k];
     const std::string dtype = a.value("dtype", "");
-    const std::vector<int64_t> sizes = sizes_of(a);
+    const std::vector<int64_t> real_sizes = sizes_of(a);
+    const auto as = read_as.find(k);
+    const std::vector<int64_t> sizes = as == read_as.end() ? real_sizes : as->second;
     const std::string where = "input " + std::to_string(k) + " (" + a.value("name", "") + ")";
     std::string entry;
     auto add = [&](const char* type, const char* dt, const char* mode, int64_t inner, int64_t n, int64_t inner2 = 1,
@@ -277,7 +340,7 @@ bool chain_inputs(const Target& t, std::string* list, std::string* shapes, std::
           product(out_sizes, outer.first, outer.second));
     }
     *list += entry;
-    if (dtype != "float64" && dtype != "int64") *shapes += sizes_check(k, "inputs", sizes);
+    if (dtype != "float64" && dtype != "int64") *shapes += sizes_check(k, "inputs", real_sizes);
   }
   return true;
 }
@@ -310,12 +373,51 @@ bool output_ok(const Target& t, std::string* why) {
 
 }  // namespace
 
+namespace {
+
+// The chain inputs a batch norm reads per channel (its weight, bias, running
+// statistics: [C] of an [N, C, ...] output), as chain_inputs reads them:
+// [C, 1, ...], which broadcasts along dim 1. false with *why when such an
+// input has another size or another op reads it too.
+bool per_channel_inputs(const Target& t, const json& ops, std::map<size_t, std::vector<int64_t>>* read_as,
+                        std::string* why) {
+  const std::vector<int64_t> out = sizes_of(t.outputs[0]);
+  std::map<size_t, int> channel_reads, reads;
+  for (const auto& op : ops) {
+    std::string name = op.value("op", "");
+    if (name.rfind("aten::", 0) == 0) name = name.substr(6);
+    const bool bn = batch_norm_args(name).has_value();
+    const json args = op.value("args", json::array());
+    for (size_t i = 0; i < args.size(); ++i) {
+      const json ref = is_tensor(args[i]) ? args[i].value("ref", json()) : json();
+      if (!ref.is_object() || !ref.contains("input")) continue;
+      const size_t k = ref.value("input", size_t{0});
+      ++reads[k];
+      if (bn && i >= 1 && i <= 4) ++channel_reads[k];
+    }
+  }
+  for (const auto& [k, n] : channel_reads) {
+    if (reads[k] != n) return *why = "input " + std::to_string(k) + " is a batch norm's parameter and read elementwise too", false;
+    const std::vector<int64_t> sizes = k < t.args.size() ? sizes_of(t.args[k]) : std::vector<int64_t>{};
+    if (out.size() < 2 || sizes != std::vector<int64_t>{out[1]})
+      return *why = "input " + std::to_string(k) + " (a batch norm's parameter) is not one value per channel", false;
+    std::vector<int64_t> as(out.size() - 1, 1);
+    as[0] = out[1];
+    (*read_as)[k] = as;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string chain_definition(const Target& t, std::string* why) {
   if (!t.chain.is_object()) return *why = "not a chain", "";
   const json ops = t.chain.value("ops", json::array());
   if (ops.empty()) return *why = "not a chain", "";
   std::string list, shapes, text;
-  if (!output_ok(t, why) || !chain_inputs(t, &list, &shapes, why)) return "";
+  std::map<size_t, std::vector<int64_t>> read_as;
+  if (!output_ok(t, why) || !per_channel_inputs(t, ops, &read_as, why) || !chain_inputs(t, &list, &shapes, why, read_as))
+    return "";
   std::string body = pointwise_body(ops, 0, /*epilogue=*/false, why, t.outputs[0].value("dtype", ""));
   if (body.empty()) return "";
   text += "// The chain, generated by forge from the target (rules/search/chain_strategies.cpp).\n";

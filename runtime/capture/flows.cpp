@@ -21,6 +21,7 @@ namespace {
 struct Producer {
   uint64_t entry = 0;
   int out = 0;
+  uint64_t call = 0;  // the producing call's number in the process (the trace's)
   c10::weak_intrusive_ptr<c10::StorageImpl> storage{c10::intrusive_ptr<c10::StorageImpl>()};
 };
 
@@ -31,7 +32,21 @@ struct Flows {
   size_t prune_at = size_t(1) << 16;               // live's size that triggers dropping dead storages
   std::map<std::tuple<uint64_t, int, uint64_t, int>, uint64_t> edges;  // (from, out, to, in) -> calls
   std::map<std::pair<uint64_t, int>, uint64_t> produced;                // (entry, out) -> tensors
+  // The trace: each read of a recorded call's output by a later call, call by
+  // call, up to kTraceEdges reads. At that bound the calls whose outputs are
+  // still alive are "open" (their later reads unknown) and tracing stops.
+  struct Read {
+    uint64_t from_call, from_entry;
+    int out;
+    uint64_t to_call, to_entry;
+    int in;
+  };
+  uint64_t calls = 0;
+  std::vector<Read> trace;
+  std::vector<uint64_t> open;
+  bool tracing = true;
 };
+constexpr size_t kTraceEdges = size_t(1) << 16;
 Flows* g_flows = nullptr;
 Flows& flows() {
   if (!g_flows) g_flows = new Flows;
@@ -71,12 +86,19 @@ void note_flow_locked(State&, Entry* e, const std::vector<FlowInput>& inputs, co
                       bool produces) {
   if (!e) return;
   Flows& f = flows();
+  const uint64_t call = ++f.calls;
   for (const FlowInput& in : inputs) {
     auto it = f.live.find(in.storage);
     if (it == f.live.end()) continue;
     auto alive = it->second.storage.lock();
     if (!alive || alive.get() != in.storage) continue;
     f.edges[{it->second.entry, it->second.out, e->id, in.index}]++;
+    if (f.tracing && f.trace.size() >= kTraceEdges) {
+      f.tracing = false;
+      for (const auto& [s, p] : f.live)
+        if (!p.storage.expired()) f.open.push_back(p.call);
+    }
+    if (f.tracing) f.trace.push_back({it->second.call, it->second.entry, it->second.out, call, e->id, in.index});
   }
   if (!produces) return;
   const auto& outs = rf.outputs();
@@ -93,6 +115,7 @@ void note_flow_locked(State&, Entry* e, const std::vector<FlowInput>& inputs, co
     Producer p;
     p.entry = e->id;
     p.out = static_cast<int>(k);
+    p.call = call;
     p.storage = t.storage().getWeakStorageImpl();
     f.live[s] = std::move(p);
     f.produced[{e->id, static_cast<int>(k)}]++;
@@ -130,7 +153,26 @@ void write_flows_locked(const State&, std::string& js) {
     json::num(js, n);
     js += '}';
   }
-  js += "\n]";
+  js += "\n],\n\"trace\":{\"reads\":[";
+  first = true;
+  for (const auto& r : flows().trace) {
+    js += first ? "\n[" : ",\n[";
+    first = false;
+    for (uint64_t v : {r.from_call, r.from_entry, static_cast<uint64_t>(r.out), r.to_call, r.to_entry,
+                       static_cast<uint64_t>(r.in)}) {
+      json::num(js, v);
+      js += ',';
+    }
+    js.back() = ']';
+  }
+  js += "],\"open\":[";
+  first = true;
+  for (uint64_t c : flows().open) {
+    if (!first) js += ',';
+    first = false;
+    json::num(js, c);
+  }
+  js += "]}";
 }
 
 void reset_flows() { g_flows = new Flows; }  // the old tables are the parent's: leaked on purpose

@@ -9,6 +9,9 @@
  *   pw_exp, pw_expm1, pw_log1p, pw_erfc (V -> V), each within a few ulp of the
  *                            true function over the whole float range, NaN in
  *                            -> NaN out
+ *   pw_batch_norm_eval(x, w, b, mean, var, eps)  batch norm in eval mode on one
+ *                            element, in the backend's stock arithmetic (a chain's
+ *                            batch norm: rules/search/chain_strategies.cpp)
  * FORGE_P_OP names the op (forge writes the captured op's name: "silu",
  * "add" for add.Tensor / add_.Tensor). All math is fp32, whatever the storage
  * dtype, as the stock kernels do; each formula below gives NaN and +-inf where

@@ -325,9 +325,10 @@ def install(package_json=None, policy=None, library=None):
         # own signatures stay opaque forge::<op> ops, which the pass matches.
         tables = tables or _tables()
         for j, o in enumerate(e["chain"]["ops"]):
-            aten_op = _aten(o["op"], o.get("overload"))
-            if any(aten_op in t for t in tables):
-                _route(tables, aten_op, [_ChainOpGuard(e, j)], _forge_op(aten_op))
+            recorded = _aten(o["op"], o.get("overload"))
+            for aten_op, dropped in [(recorded, {})] + _other_spellings(recorded):
+                if any(aten_op in t for t in tables):
+                    _route(tables, aten_op, [_ChainOpGuard(e, j, dropped)], _forge_op(aten_op))
     by_threads = any(e.get("stock_threads") for v in routed.values() for e in v)
     routing = hashlib.sha256()
     for path in [os.path.abspath(__file__)] + ([library] if lib else []):
@@ -356,17 +357,50 @@ def _number_of(rec, v):
     return _modules()._number_of(rec, v)
 
 
-def _spelled(aten_op):
-    """How a post-grad graph spells aten_op: itself, or the forge::<op> a
-    single-op route decomposed it into (_forge_op: the same arguments)."""
+def _other_spellings(aten_op):
+    """The ops a compiled graph calls where eager code called aten_op, as a
+    chain's op: [(op, {position: value})], the positions aten_op has and the
+    other op drops, with the value they must hold. An in-place op on the
+    chain's own intermediate is its functional op after functionalization; a
+    batch norm in eval mode is _native_batch_norm_legit_no_training, without
+    the training flag."""
     import torch
 
     name, overload = aten_op._schema.name.split("::")[-1], aten_op._overloadname
+    if name in ("native_batch_norm", "cudnn_batch_norm"):
+        return [(torch.ops.aten._native_batch_norm_legit_no_training.default, {5: False})]
+    if name.endswith("_") and not name.endswith("__"):
+        functional = getattr(getattr(torch.ops.aten, name[:-1], None), overload, None)
+        if functional is not None:
+            return [(functional, {})]
+    return []
+
+
+def _restored(values, dropped):
+    """A spelling's arguments (schema order) with those it drops put back."""
+    values = list(values)
+    for i in sorted(dropped):
+        values.insert(i, dropped[i])
+    return values
+
+
+def _spelled(aten_op):
+    """How a post-grad graph spells aten_op: {op: the positions it drops}, for
+    aten_op itself, its other spellings (_other_spellings), and the forge::<op>
+    a route decomposed any of them into (_forge_op: the same arguments)."""
+    import torch
+
+    name = aten_op._schema.name.split("::")[-1]
     if name == "_to_copy":  # a chain's cast: post-grad graphs spell a dtype conversion so
-        return (aten_op, torch.ops.prims.convert_element_type.default)
-    fname = name if overload == "default" else "%s_%s" % (name, overload)
-    wrapper = getattr(torch.ops.forge, fname).default if hasattr(torch.ops.forge, fname) else None
-    return (aten_op, wrapper) if wrapper is not None else (aten_op,)
+        return {aten_op: {}, torch.ops.prims.convert_element_type.default: {}}
+    out = {}
+    for op, dropped in [(aten_op, {})] + _other_spellings(aten_op):
+        out[op] = dropped
+        oname, overload = op._schema.name.split("::")[-1], op._overloadname
+        fname = oname if overload == "default" else "%s_%s" % (oname, overload)
+        if hasattr(torch.ops.forge, fname):
+            out[getattr(torch.ops.forge, fname).default] = dropped
+    return out
 
 
 class _ChainOpGuard:
@@ -376,13 +410,15 @@ class _ChainOpGuard:
     where libforge.so's guard decides on the chain; an opaque op the pass does
     not replace runs the ATen op."""
 
-    def __init__(self, entry, j):
+    def __init__(self, entry, j, dropped=None):
         self.target = entry.get("target", entry["op"])
         self._recs = entry["chain"]["ops"][j]["args"]
+        self._dropped = dropped or {}  # a spelling's (_other_spellings)
 
     def inside(self, args):
         import torch
 
+        args = _restored(args, self._dropped)
         if len(args) != len(self._recs):
             return False
         for v, rec in zip(args, self._recs):
@@ -413,10 +449,13 @@ def _match_chain(node, entry):
     getitems = set()  # a multi-output op's result nodes
     for j in range(len(ops) - 1, -1, -1):
         cur, o = found.get(j), ops[j]
-        if cur is None or cur.op != "call_function" or cur.target not in _spelled(_aten(o["op"], o.get("overload"))):
+        spellings = _spelled(_aten(o["op"], o.get("overload")))
+        if cur is None or cur.op != "call_function" or cur.target not in spellings:
             return None
         recs = o["args"]
         values = _modules().trim_cast(torch, cur.target, _schema_order(cur.target, cur.args, cur.kwargs), recs)
+        if values is not None:
+            values = _restored(values, spellings[cur.target])
         if values is None or len(values) != len(recs):
             return None
         for v, rec in zip(values, recs):

@@ -388,5 +388,84 @@ TEST_CASE("a record without data flow (an older capture) has no chains") {
   CHECK(find_chains(rec, "cpu").empty());
 }
 
+namespace {
+
+// A trace read (flows.h): call `from` of entry `fe` wrote output `out`, which
+// call `to` of entry `te` read as argument `in`.
+json read(long from, int fe, long to, int te, int in = 0, int out = 0) { return {from, fe, out, to, te, in}; }
+
+}  // namespace
+
+TEST_CASE("with a trace, one entry in two chains: each chain's calls are its own runs") {
+  // A ResNet block twice: bn(0) -> relu_(1), then bn(0) -> add_(2) -> relu_(1);
+  // bn, add_ and relu_ are one entry each (one signature). The aggregated
+  // flows give bn two readers and relu_ two writers: no chain; the trace
+  // tells the runs apart.
+  json add = entry("add_.Tensor", 2, 4);
+  add["args"] = {tensor(), tensor(), {{"type", "int"}, {"value", 1}}};
+  json rec = {{"entries", {entry("native_batch_norm", 4, 40), entry("relu_", 4, 8), add}},
+              {"flows", {flow(0, 1, 2), flow(0, 2, 2), flow(2, 1, 2)}},
+              {"produced", {produced(0, 4), produced(1, 4), produced(2, 2)}}};
+  CHECK(find_chains(rec, "cpu").empty());
+  json reads = json::array();
+  for (long b = 0; b < 2; ++b) {
+    const long c = 10 * b;  // calls: bn 1, relu_ 2, bn 3, add_ 4 (reading relu_'s output too), relu_ 5
+    reads.push_back(read(c + 1, 0, c + 2, 1));
+    reads.push_back(read(c + 3, 0, c + 4, 2));
+    reads.push_back(read(c + 2, 1, c + 4, 2, 1));  // the residual: read by add_ and by the next block
+    reads.push_back(read(c + 2, 1, c + 11, 0));
+    reads.push_back(read(c + 4, 2, c + 5, 1));
+  }
+  rec["traces"] = {{{"reads", reads}, {"open", json::array()}}};
+  auto chains = find_chains(rec, "cpu");
+  REQUIRE(op_lists(chains) == std::vector<std::vector<std::string>>{{"native_batch_norm", "add_.Tensor", "relu_"},
+                                                                      {"native_batch_norm", "relu_"}});
+  CHECK(chains[0].calls == 2);
+  CHECK(chains[0].time_us == doctest::Approx(20 + 4 + 4));  // half of bn's and relu_'s calls, all of add_'s
+  CHECK(chains[1].calls == 2);
+  CHECK(chains[0].links == std::map<std::pair<int, int>, std::pair<int, int>>{{{1, 0}, {0, 0}}, {{2, 0}, {1, 0}}});
+  std::string why;
+  auto t = chain_target("m", rec, chains[0], &why);
+  REQUIRE_MESSAGE(t, why);
+  const json ops = t->chain["ops"];
+  CHECK(ops[1]["args"][0]["ref"] == json{{"op", 0}, {"output", 0}});
+  CHECK(ops[1]["args"][1]["ref"] == json{{"input", 1}});  // the residual comes from outside
+  CHECK(ops[2]["args"][0]["ref"] == json{{"op", 1}, {"output", 0}});
+
+  SUBCASE("a run that goes on in one call (into the script's checksum) counts for the shorter chain") {
+    rec["entries"].push_back(entry("sum", 1, 2));
+    rec["traces"][0]["reads"].push_back(read(15, 1, 16, 3));  // the second block's last relu_ -> sum
+    chains = find_chains(rec, "cpu");
+    REQUIRE(op_lists(chains) == std::vector<std::vector<std::string>>{{"native_batch_norm", "add_.Tensor", "relu_"},
+                                                                        {"native_batch_norm", "relu_"}});
+    CHECK(chains[0].calls == 2);
+  }
+  SUBCASE("a call whose reads the trace did not finish (open) links to nothing") {
+    rec["traces"][0]["open"] = {3, 13};  // the second bn of each block: add_ -> relu_ is left, and starts in place
+    CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"native_batch_norm", "relu_"}});
+  }
+}
+
+TEST_CASE("in-place ops: in a chain only on the previous op's result, never first, never an overwrite") {
+  json rec = {{"entries", {entry("relu_", 1, 1), entry("mul.Tensor", 1, 1), entry("fill_.Scalar", 1, 1),
+                           entry("sigmoid", 1, 1), entry("add_.Tensor", 1, 1)}},
+              {"flows", json::array()},
+              {"produced", json::array()}};
+  SUBCASE("a leading in-place op changes a tensor from outside: the chain starts after it") {
+    rec["traces"] = {{{"reads", {read(1, 0, 2, 1), read(2, 1, 3, 3)}}, {"open", json::array()}}};
+    CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"mul.Tensor", "sigmoid"}});
+  }
+  SUBCASE("an op that overwrites its self (fill_) reads nothing of it") {
+    rec["traces"] = {{{"reads", {read(1, 3, 2, 2)}}, {"open", json::array()}}};
+    CHECK(find_chains(rec, "cpu").empty());
+  }
+  SUBCASE("an in-place op linked through its second argument would change another tensor") {
+    rec["traces"] = {{{"reads", {read(1, 3, 2, 4, 1)}}, {"open", json::array()}}};
+    CHECK(find_chains(rec, "cpu").empty());
+    rec["traces"] = {{{"reads", {read(1, 3, 2, 4, 0)}}, {"open", json::array()}}};
+    CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"sigmoid", "add_.Tensor"}});
+  }
+}
+
 TEST_SUITE_END();
 }  // namespace forge

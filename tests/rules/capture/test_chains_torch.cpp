@@ -52,7 +52,9 @@ TEST_CASE("forge status lists the chains of a captured script with their ops") {
             }) == 4);  // x * 0.5, * 0.044715, * sqrt(2 / pi), 1.0 +
       continue;
     }
-    CHECK(c["calls"] == 3);
+    // The last iteration's d = block(g) - act(g) into the script's checksum:
+    // one call of sub -> sum.
+    CHECK(c["calls"] == (c["ops"] == json{"sub.Tensor", "sum.dim_IntList"} ? 1 : 3));
     CHECK(c["searched"] == false);
     CHECK(c["time_us"].get<double>() > 0);
   }

@@ -71,7 +71,8 @@ TEST_CASE("every shipped CUDA template's first instance compiles for sm_90a") {
 }
 
 // The chain generator's CUDA instance (rules/search/chain_strategies.h) on a
-// chain of every input mode: silu(x) * b + 0.5, b broadcast per row, 0.5 a
+// chain of every input mode: silu(batch_norm(x)) * b + 0.5, the batch norm's
+// parameters per channel, b broadcast per row, 0.5 a
 // Python number, in bfloat16.
 TEST_CASE("a generated fused chain compiles for sm_90a") {
   World w;
@@ -89,15 +90,20 @@ TEST_CASE("a generated fused chain compiles for sm_90a") {
   };
   const json x = tensor({64, 256}, "bfloat16", {{"input", 0}}), b = tensor({64, 1}, "bfloat16", {{"input", 1}});
   const json half = tensor({}, "float64", {{"input", 2}});
+  auto channel = [&](int k) { return tensor({256}, "float32", {{"input", k}}); };
   auto out = [&](int op) { return tensor({64, 256}, "bfloat16", {{"op", op}, {"output", 0}}); };
   Target t;
-  t.args = json::array({x, b, half});
+  t.args = json::array({x, b, half, channel(3), channel(4), channel(5), channel(6)});
   t.outputs = json::array({out(0)});
-  t.chain = {{"inputs", 3},
+  // batch_norm (eval) -> silu -> mul -> add: the batch norm's parameters per channel.
+  t.chain = {{"inputs", 7},
              {"outputs", 1},
-             {"ops", {{{"op", "aten::silu"}, {"overload", ""}, {"args", {x}}},
-                      {{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {out(0), b}}},
-                      {{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {out(1), half, {{"type", "int"}, {"value", 1}}}}}}}};
+             {"ops", {{{"op", "aten::native_batch_norm"}, {"overload", ""},
+                       {"args", {x, channel(3), channel(4), channel(5), channel(6), {{"type", "bool"}, {"value", false}},
+                                 {{"type", "float"}, {"value", 0.1}}, {{"type", "float"}, {"value", 1e-5}}}}},
+                      {{"op", "aten::silu"}, {"overload", ""}, {"args", {out(0)}}},
+                      {{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {out(1), b}}},
+                      {{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {out(2), half, {{"type", "int"}, {"value", 1}}}}}}}};
   const auto generated = chain_strategies(t);
   REQUIRE_MESSAGE(generated.strategies.size() == 2, generated.why);
   const Strategy& cuda = generated.strategies[1];

@@ -78,9 +78,14 @@ TEST_CASE("a chain of table ops gets a fused kernel; every other chain says why 
   Target mean = chain();
   mean.chain["ops"][4] = {{"op", "aten::mean"}, {"overload", "dim"}, {"args", {link(tensor({4, 6, 5}), 3)}}};
   CHECK(refused(mean) == "op 4 (mean.dim) is not in the pointwise table");
+  // In place on the previous op's result (nothing else reads it: the
+  // capture's rule): its functional op. On a chain input: refused.
   Target inplace = chain();
   inplace.chain["ops"][4]["op"] = "aten::relu_";
-  CHECK(refused(inplace) == "op 4 (relu_) is in place");
+  CHECK(chain_definition(inplace, &why).find("pw_op_unary<PW_relu>(t3, ") != std::string::npos);
+  Target on_input = chain();
+  on_input.chain["ops"][0]["op"] = "aten::mul_";
+  CHECK(refused(on_input) == "op 0 (mul_.Tensor) changes a chain input in place");
   Target odd_power = chain();
   odd_power.chain["ops"][2]["args"][1] = number(2.5);
   CHECK(refused(odd_power).find("exponent 2.5") != std::string::npos);
@@ -203,6 +208,78 @@ TEST_CASE("the generated CPU kernel reads an input broadcast along two runs of d
     CHECK(std::fabs(y[j] - want) <= 1e-6 * (1.0 + t * t + 2.0 * std::fabs(x[j])));
   }
   in[2] = view(b.data(), {4, 5, 1}, FORGE_FLOAT32);  // as many elements, other dims: declined
+  CHECK(kernel(&call) != 0);
+}
+
+// batch_norm(x, w, b, mean, var, training False, 0.1, eps) in eval mode ->
+// add_(residual) -> relu_, x [2, 3, 4, 5]: ResNet's block tail, in place.
+// Without `affine`, weight and bias are None (inputs: x, mean, var, residual).
+Target bn_add_relu(bool affine = true) {
+  const json x = tensor({2, 3, 4, 5}), c = tensor({3}), none = {{"type", "None"}};
+  Target t;
+  t.op = "forge_chain::c_bn";
+  t.args = affine ? json::array({x, c, c, c, c, x}) : json::array({x, c, c, x});
+  t.outputs = json::array({x});
+  const int k = affine ? 3 : 1;  // the running mean's input
+  json ops = json::array();
+  ops.push_back({{"op", "aten::native_batch_norm"},
+                 {"overload", ""},
+                 {"args", {input(x, 0), affine ? input(c, 1) : none, affine ? input(c, 2) : none, input(c, k),
+                           input(c, k + 1), {{"type", "bool"}, {"value", false}}, number(0.1), number(1e-5)}}});
+  ops.push_back({{"op", "aten::add_"}, {"overload", "Tensor"}, {"args", {link(x, 0), input(x, k + 2), number(1)}}});
+  ops.push_back({{"op", "aten::relu_"}, {"overload", ""}, {"args", {link(x, 1)}}});
+  t.chain = {{"inputs", t.args.size()}, {"ops", ops}, {"outputs", 1}};
+  return t;
+}
+
+TEST_CASE("a batch norm in eval mode heads a pointwise chain, its parameters read per channel") {
+  std::string why;
+  const std::string def = chain_definition(bn_add_relu(), &why);
+  CAPTURE(why);
+  REQUIRE_FALSE(def.empty());
+  for (int k = 1; k <= 4; ++k)  // [3] read as [3, 1, 1]: element (j / 20) % 3
+    CHECK(def.find("X(" + std::to_string(k) + ", CHAIN_F32, FORGE_FLOAT32, CHAIN_BCAST, 20, 3, 1, 1)") != std::string::npos);
+  CHECK(def.find("pw_batch_norm_eval(in[0], in[1], in[2], in[3], in[4], static_cast<float>(") != std::string::npos);
+
+  auto refused = [](Target t) {
+    std::string why;
+    CHECK(chain_definition(t, &why).empty());
+    return why;
+  };
+  Target training = bn_add_relu();
+  training.chain["ops"][0]["args"][5]["value"] = true;
+  CHECK(refused(training) == "op 0 (native_batch_norm) is in training mode (it updates the running statistics)");
+  CHECK(chain_definition(bn_add_relu(/*affine=*/false), &why)  // weight and bias None: 1 and 0
+            .find("pw_batch_norm_eval(in[0], pw_k(1.0f), pw_k(0.0f), in[1], in[2], ") != std::string::npos);
+  Target per_row = bn_add_relu();  // a parameter of another size than the channels
+  per_row.args[2] = tensor({5});
+  per_row.chain["ops"][0]["args"][2] = input(tensor({5}), 2);
+  CHECK(refused(per_row) == "input 2 (a batch norm's parameter) is not one value per channel");
+
+  // The CPU kernel against double: (x - mean) / sqrt(var + eps) * w + b + r, then ReLU.
+  test::TempDir tmp;
+  auto [lib, kernel] = load_cpu(chain_strategies(bn_add_relu()).strategies.at(0), tmp);
+  std::vector<float> x(120), r(120), y(120, NAN), w{0.5f, 1.5f, -2.0f}, b{0.25f, -1.0f, 3.0f}, m{0.1f, -0.3f, 2.0f},
+      v{0.5f, 2.0f, 0.01f};
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 3.0);
+    r[i] = static_cast<float>(std::cos(0.11 * static_cast<double>(i)));
+  }
+  forge_tensor in[6] = {view(x.data(), {2, 3, 4, 5}, FORGE_FLOAT32), view(w.data(), {3}, FORGE_FLOAT32),
+                        view(b.data(), {3}, FORGE_FLOAT32),          view(m.data(), {3}, FORGE_FLOAT32),
+                        view(v.data(), {3}, FORGE_FLOAT32),          view(r.data(), {2, 3, 4, 5}, FORGE_FLOAT32)};
+  forge_tensor out[1] = {view(y.data(), {2, 3, 4, 5}, FORGE_FLOAT32)};
+  forge_call call{};
+  call.inputs = in, call.n_inputs = 6, call.outputs = out, call.n_outputs = 1;
+  REQUIRE(kernel(&call) == 0);
+  for (int64_t j = 0; j < 120; ++j) {
+    const size_t c = static_cast<size_t>((j / 20) % 3);
+    const double bn = (x[j] - m[c]) / std::sqrt(static_cast<double>(v[c]) + 1e-5) * w[c] + b[c];
+    const double want = std::max(0.0, bn + r[j]);
+    CAPTURE(j);
+    CHECK(std::fabs(y[j] - want) <= 1e-5 * (1.0 + std::fabs(bn)));
+  }
+  in[1] = view(w.data(), {1, 3, 1, 1}, FORGE_FLOAT32);  // the same three values as [1, 3, 1, 1]: declined
   CHECK(kernel(&call) != 0);
 }
 
