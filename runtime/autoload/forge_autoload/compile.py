@@ -552,6 +552,12 @@ def _replace_chains(graph, routes):
             for k in ("val", "tensor_meta", "stack_trace"):
                 if k in last.meta:
                     new.meta[k] = last.meta[k]
+            # Its inputs in the layouts the graph traced (those the kernel was
+            # built for), not the ones Inductor would pick (a convolution's
+            # output channels-last): eager_input_vals asks for exactly these.
+            vals = tuple(a.meta.get("val") for a in args)
+            if all(v is not None for v in vals):
+                new.meta["eager_input_vals"] = (vals, {})
             last.replace_all_uses_with(new)
             # Users first: the graph's order, backwards.
             for n in reversed([n for n in graph.nodes if n in nodes]):

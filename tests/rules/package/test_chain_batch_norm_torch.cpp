@@ -58,20 +58,22 @@ TEST_CASE("a ResNet block's batch norm chains are found per call, fused, verifie
     CHECK(c["search"]["best_strategy"].get<std::string>().rfind("fused_pointwise", 0) == 0);
   }
   const std::string relu_target = chains[bn_relu]["id"].get<std::string>();
+  const std::string add_target = chains[bn_add_relu]["id"].get<std::string>();
 
   // Under torch.compile (policy forge: this machine's measured choice may go
-  // either way) the block's first chain is its forged op; outputs match eager.
+  // either way) both chains are their forged ops, the second one's input
+  // (a convolution's output) in the layout the graph traced; outputs match eager.
   auto compiled = test::run_forge(
       "run --json-report compiled.json -- env OMP_NUM_THREADS=1 FORGE_COMPILE_POLICY=forge python compiled.py",
       dir.path());
   INFO(compiled.err);
   REQUIRE(compiled.exit_code == 0);
   CHECK(compiled.out == "match True\n");
-  long forged = -1;
+  std::map<std::string, long> forged;
   const json calls = json::parse(test::read_text(dir / "compiled.json"));
-  for (const auto& e : calls["entries"])
-    if (e.value("target", "") == relu_target) forged = e.value("forged", 0L);
-  CHECK(forged == 3);
+  for (const auto& e : calls["entries"]) forged[e.value("target", "")] = e.value("forged", 0L);
+  CHECK(forged[relu_target] == 3);
+  CHECK(forged[add_target] == 3);
 }
 
 TEST_SUITE_END();
