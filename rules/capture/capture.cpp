@@ -80,7 +80,12 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
     std::string to;
     long in;
   };
-  std::vector<std::pair<std::vector<Read>, json>> traces;  // (reads, open calls)
+  struct Trace {
+    std::vector<Read> reads;
+    json open = json::array();  // integers
+    bool truncated = false;
+  };
+  std::vector<Trace> traces;
   int processes = 0;
   std::string timing;
   // Each module class's forward code digest (runtime/autoload: "module_code:<class>");
@@ -154,15 +159,20 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
     for (const auto& p : proc.value("produced", json::array()))
       if (const std::string* e = key(p, "entry")) produced[{*e, p.value("out", 0L)}] += p.value("tensors", 0L);
     if (const json trace = proc.value("trace", json()); trace.is_object()) {
-      std::vector<Read> reads;
+      Trace t;
       for (const auto& r : trace.value("reads", json::array())) {
-        if (!r.is_array() || r.size() != 6) continue;
+        if (!r.is_array() || r.size() != 6 ||
+            !std::all_of(r.begin(), r.end(), [](const json& v) { return v.is_number_integer(); }))
+          continue;
         auto it_from = key_of_id.find(r[1].get<long>()), it_to = key_of_id.find(r[4].get<long>());
         if (it_from == key_of_id.end() || it_to == key_of_id.end()) continue;
-        reads.push_back({r[0].get<long>(), it_from->second, r[2].get<long>(), r[3].get<long>(), it_to->second,
-                         r[5].get<long>()});
+        t.reads.push_back({r[0].get<long>(), it_from->second, r[2].get<long>(), r[3].get<long>(), it_to->second,
+                           r[5].get<long>()});
       }
-      traces.emplace_back(std::move(reads), trace.value("open", json::array()));
+      for (const auto& c : trace.value("open", json::array()))
+        if (c.is_number_integer()) t.open.push_back(c);
+      t.truncated = trace.value("truncated", false) == true;
+      traces.push_back(std::move(t));
     }
     for (const auto& o : proc.value("outer_ops", json::array())) {
       json& m = outer[o.value("op", "")];
@@ -202,11 +212,11 @@ json ingest_capture_dir(store::Store& store, const fs::path& dir, int samples_ca
   for (const auto& [k, n] : produced)
     produced_list.push_back({{"entry", index_of[k.first]}, {"out", k.second}, {"tensors", n}});
   json trace_list = json::array();
-  for (const auto& [reads, open] : traces) {
+  for (const Trace& t : traces) {
     json rs = json::array();
-    for (const Read& r : reads)
+    for (const Read& r : t.reads)
       rs.push_back({r.from_call, index_of[r.from], r.out, r.to_call, index_of[r.to], r.in});
-    trace_list.push_back({{"reads", std::move(rs)}, {"open", open}});
+    trace_list.push_back({{"reads", std::move(rs)}, {"open", t.open}, {"truncated", t.truncated}});
   }
   return {{"status", "ok"}, {"timing", timing},     {"processes", processes},
           {"time_us", total}, {"calls", calls},     {"entries", list},

@@ -1,6 +1,7 @@
 #include "rules/capture/chains.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -91,27 +92,49 @@ struct Run {
   long calls = 0;
 };
 
+// A trace read as six integers, or false for a malformed one.
+bool read_ok(const json& r) {
+  if (!r.is_array() || r.size() != 6) return false;
+  for (const auto& v : r)
+    if (!v.is_number_integer()) return false;
+  return true;
+}
+
 // The runs of the trace (flows.h), call by call: a read of call a's output k
 // by call b links them when both entries are chain-eligible, that output is
 // read once, by b, no other output of a is read, a's reads were all traced
-// (a is not open) and b reads no other linked call. Runs of the same entries
-// and links are one run, their calls counted.
+// (a is not open) and b reads no other linked call. A run starts after any
+// leading in-place calls; runs the trace's bound cut (ending at an open call,
+// or starting at a call that read an open one) are not counted. Runs of the
+// same entries and links are one run, their calls counted. *truncated: some
+// trace reached its bound; then each run's calls are scaled up from the calls
+// of its first op the trace saw to all of them (`calls_of`).
 std::vector<Run> trace_runs(const json& record, const std::function<bool(int)>& eligible,
-                            const std::function<bool(int, int)>& link_ok) {
+                            const std::function<bool(int, int)>& link_ok, const std::function<bool(int)>& leading_out,
+                            const std::function<long(int)>& calls_of, bool* truncated) {
   std::map<std::pair<std::vector<int>, std::vector<std::tuple<int, int, int>>>, long> count;
+  std::map<int, long> traced;  // entry -> its calls the traces saw
+  *truncated = false;
   for (const auto& tr : record.value("traces", json::array())) {
-    const json reads = tr.value("reads", json::array());
+    json reads = json::array();
+    for (const auto& r : tr.value("reads", json::array()))
+      if (read_ok(r)) reads.push_back(r);
     std::set<long> open;
-    for (const auto& c : tr.value("open", json::array())) open.insert(c.get<long>());
+    for (const auto& c : tr.value("open", json::array()))
+      if (c.is_number_integer()) open.insert(c.get<long>());
+    *truncated = *truncated || tr.value("truncated", false) || !open.empty();
     std::map<std::pair<long, long>, int> uses;  // (call, out) -> reads
     std::map<long, std::set<long>> outs_read;   // call -> its outputs read
     std::map<long, int> entry_of;               // call -> entry
+    std::set<long> reads_open;                  // calls that read an open call's output
     for (const auto& r : reads) {
       uses[{r[0].get<long>(), r[2].get<long>()}]++;
       outs_read[r[0].get<long>()].insert(r[2].get<long>());
       entry_of[r[0].get<long>()] = r[1].get<int>();
       entry_of[r[3].get<long>()] = r[4].get<int>();
+      if (open.count(r[0].get<long>())) reads_open.insert(r[3].get<long>());
     }
+    for (const auto& [call, e] : entry_of) traced[e]++;
     struct Link {
       long to;
       int in, out;
@@ -129,20 +152,30 @@ std::vector<Run> trace_runs(const json& record, const std::function<bool(int)>& 
     std::set<long> linked_to;
     for (const auto& [a, l] : next) linked_to.insert(l.to);
     for (const auto& [start, _] : next) {
-      if (linked_to.count(start)) continue;
-      std::vector<int> ids{entry_of[start]};
+      if (linked_to.count(start) || reads_open.count(start)) continue;
+      long first = start;
+      auto it = next.find(first);
+      while (it != next.end() && leading_out(entry_of[first])) {
+        first = it->second.to;
+        it = next.find(first);
+      }
+      if (it == next.end()) continue;  // one call left (or none): no run
+      std::vector<int> ids{entry_of[first]};
       std::vector<std::tuple<int, int, int>> links;  // (op, input, producer's output)
-      for (auto it = next.find(start); it != next.end(); it = next.find(it->second.to)) {
+      long last = first;
+      for (; it != next.end(); it = next.find(it->second.to)) {
         links.emplace_back(static_cast<int>(ids.size()), it->second.in, it->second.out);
         ids.push_back(entry_of[it->second.to]);
+        last = it->second.to;
       }
+      if (open.count(last)) continue;  // its successor is unknown
       count[{ids, links}]++;
     }
   }
   // A run that goes on past another's last op in some calls (a model's last
   // block into the script's loss) is that run in those calls too: its calls
   // count for the shorter one, and it is no chain of its own where it ran
-  // fewer times than the shorter one ran alone.
+  // no more often than the shorter one ran alone.
   std::map<std::pair<std::vector<int>, std::vector<std::tuple<int, int, int>>>, long> total = count;
   std::set<std::pair<std::vector<int>, std::vector<std::tuple<int, int, int>>>> rarer;
   for (const auto& [key, n] : count)
@@ -162,6 +195,9 @@ std::vector<Run> trace_runs(const json& record, const std::function<bool(int)>& 
     r.ids = key.first;
     for (const auto& [j, in, out] : key.second) r.links[{j, in}] = {j - 1, out};
     r.calls = n;
+    const int head = r.ids.front();
+    if (*truncated && traced[head] > 0 && calls_of(head) > traced[head])
+      r.calls = std::llround(static_cast<double>(n) * static_cast<double>(calls_of(head)) / static_cast<double>(traced[head]));
     runs.push_back(std::move(r));
   }
   return runs;
@@ -170,9 +206,9 @@ std::vector<Run> trace_runs(const json& record, const std::function<bool(int)>& 
 // The runs of the flows aggregated by entry: a link a -> b where every call
 // of a and of b is linked, a's output k produced and read exactly that often,
 // by b alone, and no other output of a read; a node's one successor, a node's
-// one predecessor.
+// one predecessor. A run starts after any leading in-place ops.
 std::vector<Run> flow_runs(const json& record, const std::function<bool(int)>& eligible,
-                           const std::function<bool(int, int)>& link_ok) {
+                           const std::function<bool(int, int)>& link_ok, const std::function<bool(int)>& leading_out) {
   const json& entries = record.contains("entries") ? record["entries"] : json::array();
   const int n = static_cast<int>(entries.size());
   auto calls_of = [&](int i) { return entries[static_cast<size_t>(i)].value("calls", 0L); };
@@ -208,7 +244,7 @@ std::vector<Run> flow_runs(const json& record, const std::function<bool(int)>& e
     Run r;
     std::set<int> seen;
     for (int i = start; seen.insert(i).second;) {
-      r.ids.push_back(i);
+      if (!r.ids.empty() || !leading_out(i)) r.ids.push_back(i);
       auto it = next.find(i);
       if (it == next.end()) break;
       i = it->second;
@@ -233,20 +269,20 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
   auto calls_of = [&](int i) { return entries[static_cast<size_t>(i)].value("calls", 0L); };
   auto eligible = [&](int i) { return i >= 0 && i < n && chain_op_eligible(entries[static_cast<size_t>(i)], backend); };
   auto link_ok = [&](int b, int in) { return link_into_ok(entries[static_cast<size_t>(b)], in); };
-  std::vector<Run> runs =
-      has_trace(record) ? trace_runs(record, eligible, link_ok) : flow_runs(record, eligible, link_ok);
   // A run never starts with an in-place op: it would change a tensor from
   // outside the chain, which a fused kernel writing a new output does not.
-  for (Run& r : runs) {
-    size_t lead = 0;
-    while (lead < r.ids.size() && in_place(entries[static_cast<size_t>(r.ids[lead])])) ++lead;
-    if (lead == 0) continue;
-    r.ids.erase(r.ids.begin(), r.ids.begin() + static_cast<long>(std::min(lead, r.ids.size())));
-    std::map<std::pair<int, int>, std::pair<int, int>> kept;
-    for (const auto& [to, from] : r.links)
-      if (from.first >= static_cast<int>(lead))
-        kept[{to.first - static_cast<int>(lead), to.second}] = {from.first - static_cast<int>(lead), from.second};
-    r.links = std::move(kept);
+  auto leading_out = [&](int i) { return in_place(entries[static_cast<size_t>(i)]); };
+  std::vector<Run> runs;
+  if (has_trace(record)) {
+    bool truncated = false;
+    runs = trace_runs(record, eligible, link_ok, leading_out, calls_of, &truncated);
+    // A trace cut at its bound may miss what ran after it (a forward that
+    // starts late): runs every call of which links by the aggregated flows too.
+    if (truncated)
+      for (Run& r : flow_runs(record, eligible, link_ok, leading_out))
+        if (std::none_of(runs.begin(), runs.end(), [&](const Run& t) { return t.ids == r.ids; })) runs.push_back(std::move(r));
+  } else {
+    runs = flow_runs(record, eligible, link_ok, leading_out);
   }
   // The module every op of `ch` ran under, all of its calls, or under one of
   // its submodules: the deepest such path ("\n" when an op ran under several).
@@ -314,6 +350,10 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
       // A chain across modules: each longest run of it that is one module's
       // whole forward is a chain too (a kernel for it can stand in for the forward).
       for (size_t a = 0; a + 1 < len;) {
+        if (leading_out(r.ids[a])) {
+          ++a;
+          continue;
+        }
         size_t best = 0;
         for (size_t b = len; b >= a + 2 && !best; --b)
           if (b - a < len && chain_of(r, a, b).whole_forward) best = b;
@@ -327,6 +367,20 @@ std::vector<Chain> find_chains(const json& record, const std::string& backend) {
     }
     chains.push_back(std::move(whole));
   }
+  // One chain per ops and links (a module's forward cut from several runs,
+  // a run found once per side of a trimmed in-place op): their calls add up.
+  std::vector<Chain> merged;
+  for (Chain& c : chains) {
+    auto same = std::find_if(merged.begin(), merged.end(),
+                             [&](const Chain& m) { return m.entries == c.entries && m.links == c.links; });
+    if (same == merged.end()) {
+      merged.push_back(std::move(c));
+      continue;
+    }
+    same->calls += c.calls;
+    same->time_us += c.time_us;
+  }
+  chains = std::move(merged);
   // A run inside a module class's whole forward is that forward's chain.
   std::vector<Chain> forward = find_forward_chains(record, backend);
   std::erase_if(chains, [&](const Chain& c) {

@@ -165,7 +165,9 @@ void write_flows_locked(const State&, std::string& js) {
     }
     js.back() = ']';
   }
-  js += "],\"open\":[";
+  js += "],\"truncated\":";
+  js += flows().tracing ? "false" : "true";
+  js += ",\"open\":[";
   first = true;
   for (uint64_t c : flows().open) {
     if (!first) js += ',';

@@ -34,11 +34,11 @@ void note_flow_locked(State& st, Entry* e, const std::vector<FlowInput>& inputs,
 // The report's "flows" array: {"from","out","to","in","calls"} per edge, its
 // "produced" array: {"entry","out","tensors"} per entry output (ids as the
 // report's backend_ops give them), and its "trace": {"reads": [[from_call,
-// from_entry, out, to_call, to_entry, in], ...], "open": [calls]}, the same
+// from_entry, out, to_call, to_entry, in], ...], "truncated", "open": [calls]}, the same
 // reads call by call (calls numbered in the process from 1), so chains are
 // found per call where entries of one signature run in several chains. The
-// trace stops after 65,536 reads; the calls whose outputs were alive then are
-// "open": their later reads are unknown. Call under st.mu.
+// trace stops after 65,536 reads ("truncated"); the calls whose outputs were
+// alive then are "open": their later reads are unknown. Call under st.mu.
 void write_flows_locked(const State& st, std::string& js);
 
 // A forked child starts with empty tables (recorder.cpp, fork_child), like its State.

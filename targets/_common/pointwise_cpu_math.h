@@ -21,7 +21,7 @@ inline vf pw_sqrt(vf x) {
 #include "../_common/cpu_vfma.h"  // vfma: one rounding, as the stock kernels
 
 // Batch norm in eval mode on one element as the stock CPU kernel computes it:
-// alpha = w / sqrt(var + eps), beta = fma(-mean, alpha, b), y = fma(x, alpha,
+// alpha = (1 / sqrt(var + eps)) * w, beta = fma(-mean, alpha, b), y = fma(x, alpha,
 // beta) (bit for bit: the batch_norm family's CPU templates, docs/STRATEGIES.md).
 inline vf pw_batch_norm_eval(vf x, vf w, vf b, vf mean, vf var, float eps) {
   const vf alpha = pw_k(1.0f) / pw_sqrt(var + pw_k(eps)) * w;

@@ -370,6 +370,8 @@ def _other_spellings(aten_op):
     if name in ("native_batch_norm", "cudnn_batch_norm"):
         return [(torch.ops.aten._native_batch_norm_legit_no_training.default, {5: False})]
     if name.endswith("_") and not name.endswith("__"):
+        # pow_(Scalar exponent) is pow.Tensor_Scalar (pow.Scalar raises a number to a tensor).
+        overload = {("pow_", "Scalar"): "Tensor_Scalar", ("pow_", "Tensor"): "Tensor_Tensor"}.get((name, overload), overload)
         functional = getattr(getattr(torch.ops.aten, name[:-1], None), overload, None)
         if functional is not None:
             return [(functional, {})]
@@ -519,7 +521,9 @@ def _replace_chains(graph, routes):
     A Python number the chain reads becomes a 0-dim tensor of the captured dtype."""
     import torch
 
-    for entry, guard, op in routes:
+    # Longest chains first: a shorter chain that is another's first ops would
+    # take those nodes and leave the longer one unmatched.
+    for entry, guard, op in sorted(routes, key=lambda r: -len(r[0]["chain"]["ops"])):
         tail = entry["chain"]["ops"][-1]
         last_op = _spelled(_aten(tail["op"], tail.get("overload")))
         for node in list(graph.nodes):
@@ -535,6 +539,8 @@ def _replace_chains(graph, routes):
             if any(d is None for d in described) or not _inside(guard, described):
                 continue
             fake = last.meta.get("val")
+            fake_mode = getattr(fake, "fake_mode", None) or torch._guards.detect_fake_mode(
+                [d for d in described if isinstance(d, torch.Tensor)])
             with graph.inserting_before(last):
                 args = []
                 for i, d in zip(inputs, dtypes):
@@ -542,8 +548,8 @@ def _replace_chains(graph, routes):
                         args.append(i)
                         continue
                     n = graph.call_function(torch.ops.aten.scalar_tensor.default, (i,), {"dtype": d})
-                    if fake is not None and getattr(fake, "fake_mode", None) is not None:
-                        with fake.fake_mode:
+                    if fake_mode is not None:
+                        with fake_mode:
                             n.meta["val"] = torch.ops.aten.scalar_tensor.default(i, dtype=d)
                     args.append(n)
                 new = graph.call_function(op, tuple(args))
@@ -556,7 +562,7 @@ def _replace_chains(graph, routes):
             # built for), not the ones Inductor would pick (a convolution's
             # output channels-last): eager_input_vals asks for exactly these.
             vals = tuple(a.meta.get("val") for a in args)
-            if all(v is not None for v in vals):
+            if all(isinstance(v, torch.Tensor) for v in vals):
                 new.meta["eager_input_vals"] = (vals, {})
             last.replace_all_uses_with(new)
             # Users first: the graph's order, backwards.

@@ -440,6 +440,18 @@ TEST_CASE("with a trace, one entry in two chains: each chain's calls are its own
                                                                         {"native_batch_norm", "relu_"}});
     CHECK(chains[0].calls == 2);
   }
+  SUBCASE("a trace cut at its bound: runs it cut are not counted, calls scaled from those it saw") {
+    rec["traces"][0]["open"] = {5};  // the first block's last relu_: its run's end is unknown
+    chains = find_chains(rec, "cpu");
+    REQUIRE(op_lists(chains) == std::vector<std::vector<std::string>>{{"native_batch_norm", "relu_"},
+                                                                        {"native_batch_norm", "add_.Tensor", "relu_"}});
+    // The trace saw every call of bn the entry counts: no scaling.
+    CHECK(chains[1].calls == 1);
+    rec["entries"][0]["calls"] = 10;  // twice the 5 calls the trace saw (call 21 a third block's)
+    chains = find_chains(rec, "cpu");
+    CHECK(chains[1].calls == 2);
+    CHECK(chains[0].calls == 4);
+  }
   SUBCASE("a call whose reads the trace did not finish (open) links to nothing") {
     rec["traces"][0]["open"] = {3, 13};  // the second bn of each block: add_ -> relu_ is left, and starts in place
     CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"native_batch_norm", "relu_"}});
@@ -455,6 +467,13 @@ TEST_CASE("in-place ops: in a chain only on the previous op's result, never firs
     rec["traces"] = {{{"reads", {read(1, 0, 2, 1), read(2, 1, 3, 3)}}, {"open", json::array()}}};
     CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"mul.Tensor", "sigmoid"}});
   }
+  SUBCASE("leading in-place calls are cut before runs are counted") {
+    // relu_ -> mul -> sigmoid once, relu_ -> mul once: [mul, sigmoid] stays a chain.
+    rec["traces"] = {{{"reads", {read(1, 0, 2, 1), read(2, 1, 3, 3), read(11, 0, 12, 1)}}, {"open", json::array()}}};
+    const auto chains = find_chains(rec, "cpu");
+    REQUIRE(op_lists(chains) == std::vector<std::vector<std::string>>{{"mul.Tensor", "sigmoid"}});
+    CHECK(chains[0].calls == 1);
+  }
   SUBCASE("an op that overwrites its self (fill_) reads nothing of it") {
     rec["traces"] = {{{"reads", {read(1, 3, 2, 2)}}, {"open", json::array()}}};
     CHECK(find_chains(rec, "cpu").empty());
@@ -465,6 +484,29 @@ TEST_CASE("in-place ops: in a chain only on the previous op's result, never firs
     rec["traces"] = {{{"reads", {read(1, 3, 2, 4, 0)}}, {"open", json::array()}}};
     CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"sigmoid", "add_.Tensor"}});
   }
+}
+
+TEST_CASE("a batch norm's parameters that agree in their samples stay inputs of their own") {
+  // A fresh BatchNorm2d: weight and running variance ones, bias and running
+  // mean zeros; the same samples, yet four tensors the chain's op gets apart.
+  json bn = entry("native_batch_norm", 2, 4);
+  json c = tensor();
+  c["sizes"] = {8};
+  c["strides"] = {1};
+  bn["args"] = {tensor(), c, c, c, c, {{"type", "bool"}, {"value", false}}, {{"type", "float"}, {"value", 0.1}},
+                {{"type", "float"}, {"value", 1e-5}}};
+  bn["outputs"] = {tensor(), c, c};
+  const json ones = {{"digest", "ones"}}, zeros = {{"digest", "zeros"}};
+  bn["samples"] = {{{"inputs", {{{"digest", "x0"}}, ones, zeros, zeros, ones}}}};
+  json rec = {{"entries", {bn, entry("relu", 2, 1)}},
+              {"flows", {flow(0, 1, 2)}},
+              {"produced", {produced(0, 2), produced(1, 2)}}};
+  auto chains = find_chains(rec, "cpu");
+  REQUIRE(chains.size() == 1);
+  std::string why;
+  auto t = chain_target("m", rec, chains[0], &why);
+  REQUIRE_MESSAGE(t, why);
+  CHECK(t->args.size() == 5);
 }
 
 TEST_SUITE_END();
