@@ -53,12 +53,17 @@ void append_entry(Chain& ch, int i, const json& e) {
 
 namespace {
 
+// An entry's op without its overload ("add_" for add_.Tensor).
+std::string base_op(const json& e) {
+  const std::string op = e.value("op", "");
+  return op.substr(0, op.find('.'));
+}
+
 // An op that writes its first argument (`relu_`, `add_.Tensor`); a cast's
 // copy_ is not one (the chain runs it as _to_copy).
 bool in_place(const json& e) {
   if (!cast_dtype(e).empty()) return false;
-  const std::string op = e.value("op", "");
-  const std::string base = op.substr(0, op.find('.'));
+  const std::string base = base_op(e);
   return base.size() > 1 && base.back() == '_' && base.compare(base.size() - 2, 2, "__") != 0;
 }
 
@@ -68,8 +73,7 @@ bool in_place(const json& e) {
 // overwrites its self without reading it.
 bool link_into_ok(const json& b, int in) {
   if (!in_place(b)) return true;
-  const std::string op = b.value("op", "");
-  const std::string base = op.substr(0, op.find('.'));
+  const std::string base = base_op(b);
   return in == 0 && base != "fill_" && base != "zero_" && base != "copy_";
 }
 
@@ -92,14 +96,6 @@ struct Run {
   long calls = 0;
 };
 
-// A trace read as six integers, or false for a malformed one.
-bool read_ok(const json& r) {
-  if (!r.is_array() || r.size() != 6) return false;
-  for (const auto& v : r)
-    if (!v.is_number_integer()) return false;
-  return true;
-}
-
 // The runs of the trace (flows.h), call by call: a read of call a's output k
 // by call b links them when both entries are chain-eligible, that output is
 // read once, by b, no other output of a is read, a's reads were all traced
@@ -116,12 +112,10 @@ std::vector<Run> trace_runs(const json& record, const std::function<bool(int)>& 
   std::map<int, long> traced;  // entry -> its calls the traces saw
   *truncated = false;
   for (const auto& tr : record.value("traces", json::array())) {
-    json reads = json::array();
-    for (const auto& r : tr.value("reads", json::array()))
-      if (read_ok(r)) reads.push_back(r);
+    // Six integers per read, integer calls in open: capture.cpp's ingest kept only those.
+    const json reads = tr.value("reads", json::array());
     std::set<long> open;
-    for (const auto& c : tr.value("open", json::array()))
-      if (c.is_number_integer()) open.insert(c.get<long>());
+    for (const auto& c : tr.value("open", json::array())) open.insert(c.get<long>());
     *truncated = *truncated || tr.value("truncated", false) || !open.empty();
     std::map<std::pair<long, long>, int> uses;  // (call, out) -> reads
     std::map<long, std::set<long>> outs_read;   // call -> its outputs read

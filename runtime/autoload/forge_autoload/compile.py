@@ -209,13 +209,18 @@ def _aten(op, overload):
     return getattr(getattr(torch.ops.aten, op.split("::")[-1]), overload or "default")
 
 
+def _forge_name(aten_op):
+    """The name of forge::<op> for an ATen op overload (_forge_op)."""
+    name, overload = aten_op._schema.name.split("::")[-1], aten_op._overloadname
+    return name if overload == "default" else "%s_%s" % (name, overload)
+
+
 def _forge_op(aten_op):
     """forge::<op>, the opaque op a routed call becomes: the ATen op's schema;
     eagerly it calls the ATen op, which the dispatcher takes to the override."""
     import torch
 
-    name, overload = aten_op._schema.name.split("::")[-1], aten_op._overloadname
-    fname = name if overload == "default" else "%s_%s" % (name, overload)
+    fname = _forge_name(aten_op)
     if not hasattr(torch.ops.forge, fname):
         schema = str(aten_op._schema)
         lib = torch.library.Library("forge", "FRAGMENT")
@@ -398,8 +403,7 @@ def _spelled(aten_op):
     out = {}
     for op, dropped in [(aten_op, {})] + _other_spellings(aten_op):
         out[op] = dropped
-        oname, overload = op._schema.name.split("::")[-1], op._overloadname
-        fname = oname if overload == "default" else "%s_%s" % (oname, overload)
+        fname = _forge_name(op)
         if hasattr(torch.ops.forge, fname):
             out[getattr(torch.ops.forge, fname).default] = dropped
     return out
