@@ -319,16 +319,15 @@ void SearchRule::apply(BuildContext& ctx) {
       ctx.notes.push_back("search of " + t.id + " failed: " + e.what());
     }
   };
-  for (auto& t : ctx.targets) search_one(t, nullptr);
-  // Chains whose ops the library can fuse (chain_strategies.h), after the
-  // single ops, as many as forge.yaml's `targets.chains`, or `targets.top`
-  // where that is unset (longest time first). The package ships those that
-  // are a module's whole forward or beat Inductor's fusion (rules/package/assembly.cpp).
+  // Chains whose ops the library can fuse (chain_strategies.h), as many as
+  // forge.yaml's `targets.chains`, or `targets.top` where that is unset
+  // (longest time first). The package ships those that are a module's whole
+  // forward or beat Inductor's fusion (rules/package/assembly.cpp).
   const TargetSelection& sel = ctx.manifest.targets;
   const std::string cap = sel.chains ? "targets.chains (" + std::to_string(*sel.chains) + ")"
                                      : "targets.top (" + std::to_string(sel.top) + ")";
   int chains_left = sel.chains ? *sel.chains : sel.top > 0 ? sel.top : INT32_MAX;
-  for (auto& t : ctx.chain_targets) {
+  auto search_chain = [&](Target& t) {
     std::string why;
     json* c = nullptr;
     for (auto& entry : ctx.chains)
@@ -339,14 +338,14 @@ void SearchRule::apply(BuildContext& ctx) {
     if (generated.strategies.empty() && !by_model) {
       if (c && !why.empty())
         (*c)["why"] = "not searched: the library has no fused kernel for it (" + why + "); `forge try` verifies one (its id)";
-      continue;
+      return;
     }
     if (chains_left-- <= 0) {
       if (c) (*c)["why"] = "not searched: beyond forge.yaml's " + cap;
-      continue;
+      return;
     }
     search_one(t, &generated);
-    if (!c) continue;
+    if (!c) return;
     (*c)["searched"] = t.iterations > 0;
     if (t.iterations > 0)
       (*c)["why"] = std::string("searched with ") +
@@ -363,7 +362,16 @@ void SearchRule::apply(BuildContext& ctx) {
                        {"best_strategy", t.best_strategy.empty() ? json(nullptr) : json(t.best_strategy)},
                        {"best_speedup_eager", t.best_speedup_eager ? json(*t.best_speedup_eager) : json(nullptr)},
                        {"packaged", false}};
-  }
+  };
+  // Single ops and chains together, longest time first: a chain holds its
+  // ops' time, so a build cut short (Ctrl-C, a CI limit) has searched what
+  // saves most, not each op of a chain before the chain.
+  std::vector<std::pair<Target*, bool>> order;  // (target, is a chain)
+  for (auto& t : ctx.targets) order.push_back({&t, false});
+  for (auto& t : ctx.chain_targets) order.push_back({&t, true});
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first->time_us > b.first->time_us; });
+  for (auto& [t, chain] : order) chain ? search_chain(*t) : search_one(*t, nullptr);
   if (ctx.manifest.proposer.llm) ctx.llm = m_ledger.to_json(*ctx.manifest.proposer.llm);
   if (searched == 0)
     ctx.notes.push_back("search: no target has a strategy family for this backend yet");

@@ -137,7 +137,7 @@ TEST_CASE("budget.parallel compiles the next candidates ahead; the search takes 
     if (text.size() < 20) continue;
     json rec = json::parse(text.substr(20), nullptr, false);
     if (!rec.is_object() || !rec.contains("candidate") || !rec.contains("compile")) continue;
-    if (rec.value("target", "") != r["targets"][0]["id"]) continue;
+    if (rec.value("target", "") != r["targets"][0]["id"].get<std::string>()) continue;
     ++evaluated;
     if (rec["compile"].value("cached", false)) ++cached;
   }
