@@ -84,7 +84,6 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
       args = json::array({args[1], {{"name", "dtype"}, {"type", "ScalarType"}, {"value", cast}}});
     }
     const size_t recorded = cast.empty() ? 0 : 1;  // args[i] is the record's argument i + recorded
-    const auto dot = op.find('.');
     for (size_t i = 0; i < args.size(); ++i) {
       json& a = args[i];
       if (functional && a.is_object() && a.value("name", "") == "out") continue;  // dropped below
@@ -150,12 +149,23 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
         t.args.push_back(std::move(in));
       }
     }
+    // An in-place op changes its self, the previous chain op's result, which
+    // nothing else reads (chains.cpp): the chain computes its functional op.
+    if (in_place(e)) {
+      const json self = !args.empty() && is_tensor(args[0]) ? args[0].value("ref", json()) : json();
+      if (!self.is_object() || !self.contains("op")) {
+        *why = op + " changes a chain input in place";
+        return std::nullopt;
+      }
+      op = functional_spelling(op);
+    }
     if (functional) {
       json kept = json::array();
       for (auto& a : args)
         if (!(a.is_object() && a.value("name", "") == "out")) kept.push_back(std::move(a));
       args = std::move(kept);
     }
+    const auto dot = op.find('.');
     ops.push_back({{"op", "aten::" + op.substr(0, dot)},
                    {"overload", dot == std::string::npos ? "" : op.substr(dot + 1)},
                    {"args", std::move(args)}});

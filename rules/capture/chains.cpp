@@ -59,14 +59,6 @@ std::string base_op(const json& e) {
   return op.substr(0, op.find('.'));
 }
 
-// An op that writes its first argument (`relu_`, `add_.Tensor`); a cast's
-// copy_ is not one (the chain runs it as _to_copy).
-bool in_place(const json& e) {
-  if (!cast_dtype(e).empty()) return false;
-  const std::string base = base_op(e);
-  return base.size() > 1 && base.back() == '_' && base.compare(base.size() - 2, 2, "__") != 0;
-}
-
 // Whether b may read a's output as argument `in` inside a chain: an in-place
 // op only as its self, which it then changes as its functional op would
 // return a new tensor (nothing else reads that output); never one that
@@ -78,6 +70,20 @@ bool link_into_ok(const json& b, int in) {
 }
 
 }  // namespace
+
+std::string functional_spelling(const std::string& op) {
+  const auto dot = op.find('.');
+  std::string base = op.substr(0, dot), overload = dot == std::string::npos ? "" : op.substr(dot + 1);
+  if (base.size() < 2 || base.back() != '_' || base.compare(base.size() - 2, 2, "__") == 0) return op;
+  base.pop_back();
+  if (base == "pow") overload = overload == "Scalar" ? "Tensor_Scalar" : overload == "Tensor" ? "Tensor_Tensor" : overload;
+  return overload.empty() ? base : base + "." + overload;
+}
+
+bool in_place(const json& e) {
+  const std::string op = e.value("op", "");
+  return cast_dtype(e).empty() && functional_spelling(op) != op;
+}
 
 bool chain_op_eligible(const json& e, const std::string& backend) {
   if (!cast_dtype(e).empty()) return !inherent_reason(e, backend).has_value();

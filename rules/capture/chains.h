@@ -43,6 +43,17 @@ struct Chain {
 // one under that op): a chain op `_to_copy(src, dtype)`; else "".
 std::string cast_dtype(const nlohmann::json& entry);
 
+// An op that writes its first argument (`relu_`, `add_.Tensor`); a cast's
+// copy_ is not one (the chain runs it as _to_copy).
+bool in_place(const nlohmann::json& entry);
+
+// The functional op an in-place op computes: "add_.Tensor" -> "add.Tensor",
+// "relu_" -> "relu", "pow_.Scalar" -> "pow.Tensor_Scalar" (a tensor to a
+// number's power; pow.Scalar raises a number to a tensor's). A chain's
+// definition spells its in-place ops so (chain_target.h): the generator and
+// compiled graphs see the op functionalization leaves.
+std::string functional_spelling(const std::string& op);
+
 // Adds capture entry i (`e`) to the chain's ops, signatures and time.
 void append_entry(Chain& ch, int i, const nlohmann::json& e);
 

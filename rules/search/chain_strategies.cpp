@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "rules/capture/chains.h"
 #include "rules/evaluate/family.h"
 
 namespace forge {
@@ -209,17 +210,8 @@ std::string pointwise_body(const json& ops, const BodySpan& span, const std::str
     if (overload == "out" || (overload.size() > 4 && overload.compare(overload.size() - 4, 4, "_out") == 0))
       return *why = where + " writes into an out= buffer, which the chain takes as an input it changes", "";
     const json& args = op.value("args", json::array());
-    if (!name.empty() && name.back() == '_') {
-      // In place on the previous op's result, which nothing else reads
-      // (rules/capture/chains.cpp): its functional op. On a chain input it
-      // would change a tensor the caller holds.
-      const json self = !args.empty() && is_tensor(args[0]) ? args[0].value("ref", json()) : json();
-      if (!self.is_object() || self.contains("input")) return *why = where + " changes a chain input in place", "";
-      name.pop_back();
-    }
-    // pow_(Scalar exponent) is pow.Tensor_Scalar, not pow.Scalar (a Python number's power).
-    std::string fn_overload = overload;
-    if (name == "pow" && full.rfind("pow_.", 0) == 0) fn_overload = overload == "Scalar" ? "Tensor_Scalar" : "Tensor_Tensor";
+    // A definition spells in-place ops as their functional ops (rules/capture/chain_target.cpp).
+    if (functional_spelling(full) != full) return *why = where + " is an in-place op", "";
     if (const auto bn = batch_norm_line(name, args, j, where, why, last, ops); bn) {
       // Its parameters are read per channel (per_channel_inputs), which only
       // chain_definition arranges.
@@ -228,8 +220,7 @@ std::string pointwise_body(const json& ops, const BodySpan& span, const std::str
       body += *bn;
       continue;
     }
-    const std::string full_name = name + (fn_overload.empty() ? "" : "." + fn_overload);
-    auto it = table().find(full_name);
+    auto it = table().find(full);
     if (it == table().end() && full != "_to_copy") return *why = where + " is not in the pointwise table", "";
     std::vector<std::string> operands;
     for (const auto& a : args) {

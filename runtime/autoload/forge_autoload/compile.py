@@ -365,21 +365,15 @@ def _number_of(rec, v):
 def _other_spellings(aten_op):
     """The ops a compiled graph calls where eager code called aten_op, as a
     chain's op: [(op, {position: value})], the positions aten_op has and the
-    other op drops, with the value they must hold. An in-place op on the
-    chain's own intermediate is its functional op after functionalization; a
-    batch norm in eval mode is _native_batch_norm_legit_no_training, without
-    the training flag."""
+    other op drops, with the value they must hold. A batch norm in eval mode
+    is _native_batch_norm_legit_no_training, without the training flag. (An
+    in-place op needs none: a chain's definition spells it as the functional
+    op functionalization leaves, rules/capture/chain_target.cpp.)"""
     import torch
 
-    name, overload = aten_op._schema.name.split("::")[-1], aten_op._overloadname
+    name = aten_op._schema.name.split("::")[-1]
     if name in ("native_batch_norm", "cudnn_batch_norm"):
         return [(torch.ops.aten._native_batch_norm_legit_no_training.default, {5: False})]
-    if name.endswith("_") and not name.endswith("__"):
-        # pow_(Scalar exponent) is pow.Tensor_Scalar (pow.Scalar raises a number to a tensor).
-        overload = {("pow_", "Scalar"): "Tensor_Scalar", ("pow_", "Tensor"): "Tensor_Tensor"}.get((name, overload), overload)
-        functional = getattr(getattr(torch.ops.aten, name[:-1], None), overload, None)
-        if functional is not None:
-            return [(functional, {})]
     return []
 
 

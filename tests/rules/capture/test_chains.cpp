@@ -431,6 +431,12 @@ TEST_CASE("with a trace, one entry in two chains: each chain's calls are its own
   CHECK(ops[1]["args"][0]["ref"] == json{{"op", 0}, {"output", 0}});
   CHECK(ops[1]["args"][1]["ref"] == json{{"input", 1}});  // the residual comes from outside
   CHECK(ops[2]["args"][0]["ref"] == json{{"op", 1}, {"output", 0}});
+  // The in-place ops change the previous op's result, which nothing else
+  // reads: the definition computes their functional ops.
+  CHECK(ops[1]["op"] == "aten::add");
+  CHECK(ops[1]["overload"] == "Tensor");
+  CHECK(ops[2]["op"] == "aten::relu");
+  CHECK(ops[2]["overload"] == "");
 
   SUBCASE("a run that goes on in one call (into the script's checksum) counts for the shorter chain") {
     rec["entries"].push_back(entry("sum", 1, 2));
@@ -456,6 +462,18 @@ TEST_CASE("with a trace, one entry in two chains: each chain's calls are its own
     rec["traces"][0]["open"] = {3, 13};  // the second bn of each block: add_ -> relu_ is left, and starts in place
     CHECK(op_lists(find_chains(rec, "cpu")) == std::vector<std::vector<std::string>>{{"native_batch_norm", "relu_"}});
   }
+}
+
+TEST_CASE("an in-place op's functional spelling") {
+  CHECK(functional_spelling("relu_") == "relu");
+  CHECK(functional_spelling("add_.Tensor") == "add.Tensor");
+  CHECK(functional_spelling("pow_.Scalar") == "pow.Tensor_Scalar");  // pow.Scalar is a number to a tensor's power
+  CHECK(functional_spelling("pow_.Tensor") == "pow.Tensor_Tensor");
+  for (const char* same : {"relu", "add.Tensor", "__and__.Tensor", "_softmax", "_to_copy", "pow.Scalar"})
+    CHECK(functional_spelling(same) == same);
+  CHECK(in_place(entry("mul_.Tensor", 1, 1)));
+  CHECK_FALSE(in_place(entry("__iand__.Tensor", 1, 1)));
+  CHECK_FALSE(in_place(entry("_softmax", 1, 1)));
 }
 
 TEST_CASE("in-place ops: in a chain only on the previous op's result, never first, never an overwrite") {

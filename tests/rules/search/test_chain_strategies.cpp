@@ -78,14 +78,14 @@ TEST_CASE("a chain of table ops gets a fused kernel; every other chain says why 
   Target mean = chain();
   mean.chain["ops"][4] = {{"op", "aten::mean"}, {"overload", "dim"}, {"args", {link(tensor({4, 6, 5}), 3)}}};
   CHECK(refused(mean) == "op 4 (mean.dim) is not in the pointwise table");
-  // In place on the previous op's result (nothing else reads it: the
-  // capture's rule): its functional op. On a chain input: refused.
+  // A definition spells in-place ops as their functional ops
+  // (chain_target.cpp); one spelled in place is refused, not run as another op.
   Target inplace = chain();
   inplace.chain["ops"][4]["op"] = "aten::relu_";
-  CHECK(chain_definition(inplace, &why).find("pw_op_unary<PW_relu>(t3, ") != std::string::npos);
+  CHECK(refused(inplace) == "op 4 (relu_) is an in-place op");
   Target on_input = chain();
   on_input.chain["ops"][0]["op"] = "aten::mul_";
-  CHECK(refused(on_input) == "op 0 (mul_.Tensor) changes a chain input in place");
+  CHECK(refused(on_input) == "op 0 (mul_.Tensor) is an in-place op");
   Target odd_power = chain();
   odd_power.chain["ops"][2]["args"][1] = number(2.5);
   CHECK(refused(odd_power).find("exponent 2.5") != std::string::npos);
@@ -212,7 +212,8 @@ TEST_CASE("the generated CPU kernel reads an input broadcast along two runs of d
 }
 
 // batch_norm(x, w, b, mean, var, training False, 0.1, eps) in eval mode ->
-// add_(residual) -> relu_, x [2, 3, 4, 5]: ResNet's block tail, in place.
+// add(residual) -> relu, x [2, 3, 4, 5]: ResNet's block tail (add_ and relu_
+// there, spelled functionally in a chain's definition).
 // Without `affine`, weight and bias are None (inputs: x, mean, var, residual).
 Target bn_add_relu(bool affine = true) {
   const json x = tensor({2, 3, 4, 5}), c = tensor({3}), none = {{"type", "None"}};
@@ -226,8 +227,8 @@ Target bn_add_relu(bool affine = true) {
                  {"overload", ""},
                  {"args", {input(x, 0), affine ? input(c, 1) : none, affine ? input(c, 2) : none, input(c, k),
                            input(c, k + 1), {{"type", "bool"}, {"value", false}}, number(0.1), number(1e-5)}}});
-  ops.push_back({{"op", "aten::add_"}, {"overload", "Tensor"}, {"args", {link(x, 0), input(x, k + 2), number(1)}}});
-  ops.push_back({{"op", "aten::relu_"}, {"overload", ""}, {"args", {link(x, 1)}}});
+  ops.push_back({{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {link(x, 0), input(x, k + 2), number(1)}}});
+  ops.push_back({{"op", "aten::relu"}, {"overload", ""}, {"args", {link(x, 1)}}});
   t.chain = {{"inputs", t.args.size()}, {"ops", ops}, {"outputs", 1}};
   return t;
 }
