@@ -73,7 +73,21 @@ def first_params(strategy, family, case):
     return p
 
 
-def instances(fams, cases_all, device):
+def param_sets(strategy, family, case, neighbours):
+    """The root's params, then with `neighbours` each set one step from it
+    (one param moved to its second value): the instances a search reaches
+    first after the root (rules/search/strategies.cpp moves one param one
+    step along its list)."""
+    root = first_params(strategy, family, case)
+    out = [root]
+    if neighbours:
+        for k, values in (strategy.get("params") or {}).items():
+            if len(values) > 1 and values[1] not in ("$row", "$op"):
+                out.append(dict(root, **{k: values[1]}))
+    return out
+
+
+def instances(fams, cases_all, device, neighbours=False):
     """(family, case, strategy, params, source) of every instance to evaluate."""
     for fam in fams:
         fam_dir = os.path.join(TARGETS, fam)
@@ -82,13 +96,15 @@ def instances(fams, cases_all, device):
                 continue
             for case in cases_all.get(fam, []):
                 if admits(s, fam, case):
-                    yield fam, case, s, first_params(s, fam, case), os.path.join(fam_dir, s["source"])
+                    for p in param_sets(s, fam, case, neighbours):
+                        yield fam, case, s, p, os.path.join(fam_dir, s["source"])
 
 
 def precompile(fams, cases_all, a):
     """Every instance compiled up front on all cores (nvcc takes seconds each);
     failures are reported again, per case, by the serial pass."""
-    jobs = {(src, json.dumps(p, sort_keys=True)): (src, p) for _, _, _, p, src in instances(fams, cases_all, a.device)}
+    jobs = {(src, json.dumps(p, sort_keys=True)): (src, p)
+            for _, _, _, p, src in instances(fams, cases_all, a.device, a.neighbours)}
 
     def one(job):
         try:
@@ -97,6 +113,32 @@ def precompile(fams, cases_all, a):
             pass
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as ex:
         list(ex.map(one, jobs.values()))
+
+
+def evaluate(w, a, fam_dir, family, case, s, p):
+    """One instance through the worker: verified, then timed against stock."""
+    try:
+        so = compile_instance(os.path.join(fam_dir, s["source"]), p, a.march, a.cache, [], a.device)
+    except RuntimeError as e:
+        return {"strategy": s["name"], "params": p, "verdict": "compile_error", "detail": str(e)[:300]}
+    # On CUDA every tensor moves to the GPU but a wrapped Python
+    # number (a 0-dim float64 CPU tensor), which stays where torch keeps it.
+    args = [dict(x, device="cuda:0") if a.device == "cuda" and x.get("type") == "Tensor" and not (
+            x.get("sizes") == [] and x.get("dtype") == "float64") else x for x in case["args"]]
+    req = {"cmd": "evaluate", "id": "%s/%s/%s" % (os.path.basename(fam_dir), s["name"], case["name"]), "op": case["op"],
+           "overload": case.get("overload", ""), "args": args, "samples": [], "family": family,
+           "candidate": so, "seed": 1234, "call_timeout_seconds": 30,
+           "bench": {"warmup": 5, "reps": a.reps, "min_seconds": a.min_seconds, "max_seconds": 10}}
+    if a.device == "cpu":
+        req["bench"]["threads"] = a.threads
+    t0 = time.time()
+    r = w.request(req)
+    b = r.get("bench") or {}
+    return {"strategy": s["name"], "params": p, "verdict": r.get("verdict"), "reason": r.get("reason"),
+            "detail": r.get("detail") or r.get("error"),
+            "kernel_us": b.get("candidate_us"), "stock_us": b.get("eager_us"),
+            "speedup": b.get("speedup_eager"), "faster": b.get("faster"),
+            "verify_cases": (r.get("verify") or {}).get("cases"), "seconds": round(time.time() - t0, 1)}
 
 
 def main():
@@ -111,6 +153,8 @@ def main():
     ap.add_argument("--min-seconds", type=float, default=0.3)
     ap.add_argument("--cache", default="/tmp/forge_strategies")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--neighbours", action="store_true",
+                    help="also each strategy's params one step from its first ones (a search's next tries)")
     a = ap.parse_args()
 
     cases_all = yaml.safe_load(open(a.cases or os.path.join(HERE, "cases_%s.yaml" % a.device)))
@@ -130,30 +174,8 @@ def main():
             for s in strategies:
                 if not admits(s, fam, case):
                     continue
-                p = first_params(s, fam, case)
-                try:
-                    so = compile_instance(os.path.join(fam_dir, s["source"]), p, a.march, a.cache, [], a.device)
-                except RuntimeError as e:
-                    tried.append({"strategy": s["name"], "params": p, "verdict": "compile_error", "detail": str(e)[:300]})
-                    continue
-                # On CUDA every tensor moves to the GPU but a wrapped Python
-                # number (a 0-dim float64 CPU tensor), which stays where torch keeps it.
-                args = [dict(x, device="cuda:0") if a.device == "cuda" and x.get("type") == "Tensor" and not (
-                        x.get("sizes") == [] and x.get("dtype") == "float64") else x for x in case["args"]]
-                req = {"cmd": "evaluate", "id": "%s/%s/%s" % (fam, s["name"], case["name"]), "op": case["op"],
-                       "overload": case.get("overload", ""), "args": args, "samples": [], "family": family,
-                       "candidate": so, "seed": 1234, "call_timeout_seconds": 30,
-                       "bench": {"warmup": 5, "reps": a.reps, "min_seconds": a.min_seconds, "max_seconds": 10}}
-                if a.device == "cpu":
-                    req["bench"]["threads"] = a.threads
-                t0 = time.time()
-                r = w.request(req)
-                b = r.get("bench") or {}
-                tried.append({"strategy": s["name"], "params": p, "verdict": r.get("verdict"), "reason": r.get("reason"),
-                              "detail": r.get("detail") or r.get("error"),
-                              "kernel_us": b.get("candidate_us"), "stock_us": b.get("eager_us"),
-                              "speedup": b.get("speedup_eager"), "faster": b.get("faster"),
-                              "verify_cases": (r.get("verify") or {}).get("cases"), "seconds": round(time.time() - t0, 1)})
+                for p in param_sets(s, fam, case, a.neighbours):
+                    tried.append(evaluate(w, a, fam_dir, family, case, s, p))
             ok = [t for t in tried if t["verdict"] == "accepted" and t.get("kernel_us")]
             best = max(ok, key=lambda t: t["speedup"] or 0) if ok else None
             rows.append({"class": fam, "case": case["name"], "op": case["op"], "best": best, "tried": tried})

@@ -31,4 +31,5 @@ void bn_nchw(const BnArgs& a) {
         apply_plane(x + off, y + off, a.HW, alpha[k], beta[k]);
       }
   }
+  if constexpr (FORGE_P_STREAM) _mm_sfence();  // streamed planes are visible before the call returns
 }

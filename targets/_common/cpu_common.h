@@ -127,6 +127,19 @@ inline void store(f16* p, vf v) {
   memcpy(p, &h, sizeof h);
 #endif
 }
+// A full vector of fp32 to an address aligned to its size, bypassing the
+// caches: the line is not read first (a plain store reads it for ownership),
+// so a large output costs one pass over memory instead of two. Weakly
+// ordered: a kernel that streams fences (_mm_sfence) before it returns.
+inline void store_stream(float* p, vf v) {
+#if FORGE_AVX512
+  _mm512_stream_ps(p, (__m512)v);
+#elif FORGE_AVX2
+  _mm256_stream_ps(p, (__m256)v);
+#else
+  _mm_stream_ps(p, (__m128)v);
+#endif
+}
 // Partial stores: the first n (< W) lanes; masked on AVX-512.
 template <class T> inline void store_part(T* p, vf v, int64_t n) {
   T tmp[W];

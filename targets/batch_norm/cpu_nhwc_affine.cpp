@@ -38,6 +38,9 @@
 #ifndef FORGE_P_ISA
 #define FORGE_P_ISA 0 /* 0: as compiled (-march); 2: AVX2 paths; 3: AVX-512 paths (run-time checked) */
 #endif
+#ifndef FORGE_P_STREAM
+#define FORGE_P_STREAM 0 /* 1: NCHW float32 planes written with non-temporal stores (cpu_fma.h); channels-last rows as before */
+#endif
 #ifndef FORGE_P_CHUNK
 #define FORGE_P_CHUNK 1024 /* channels whose terms are kept at once: 256, 1024, 4096 */
 #endif

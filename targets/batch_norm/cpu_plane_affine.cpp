@@ -44,6 +44,9 @@
 #ifndef FORGE_P_CHUNK
 #define FORGE_P_CHUNK 256 /* channels whose terms are computed at once: 16, 64, 256, 1024 */
 #endif
+#ifndef FORGE_P_STREAM
+#define FORGE_P_STREAM 0 /* 1: float32 planes written with non-temporal stores (no read for ownership; cpu_fma.h) */
+#endif
 #define FORGE_NHWC 0 /* this strategy: NCHW only */
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)

@@ -67,19 +67,6 @@ inline vf pw_apply(vf a, vf b, const PwScalars& s) {
 #endif
 }
 
-// A full vector of fp32 to an address aligned to its size, bypassing the
-// caches: the line is not read first (a plain store reads it for ownership),
-// so a large output costs one pass over memory instead of two. Weakly
-// ordered: pw_run fences before it returns.
-inline void store_stream(float* p, vf v) {
-#if FORGE_AVX512
-  _mm512_stream_ps(p, (__m512)v);
-#elif FORGE_AVX2
-  _mm256_stream_ps(p, (__m256)v);
-#else
-  _mm_stream_ps(p, (__m128)v);
-#endif
-}
 
 // Elements [j0, j1) of one row as partial vectors (the tail; the head before
 // a streamed row's first aligned vector).
