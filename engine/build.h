@@ -4,6 +4,7 @@
 // action cache, or, in dry mode (status, explain), only looks them up.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -59,6 +60,8 @@ struct BuildContext {
   // batches)}} for each target that evaluated candidates (journal replays
   // excluded); null when none did. Candidates per minute come from here.
   nlohmann::json search;
+  // When forge build started (budget.build_seconds counts from here).
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
   // Runs `spec` through the cache (or looks it up in dry mode; then nullopt
   // when it would have to run). Marks the build failed when the step fails.

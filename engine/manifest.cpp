@@ -35,7 +35,7 @@ const std::vector<Section>& sections() {
         "store", "executor", "slurm", "cache"}},
       {"models.NAME", {"run", "torchscript", "inputs", "workdir", "env", "latency", "check_runs"}},
       {"targets", {"ops", "top", "min_share", "chains"}},
-      {"budget", {"iterations", "seconds", "parallel"}},
+      {"budget", {"iterations", "seconds", "parallel", "build_seconds"}},
       {"device", {"backend", "arch"}},
       {"capture", {"samples_per_target", "max_input_mb_per_model", "timeout_seconds"}},
       {"proposer", {"strategies", "llm"}},
@@ -504,6 +504,7 @@ class ManifestParser {
       if (f.key == "iterations") b.iterations = non_negative_int(f);
       if (f.key == "seconds") b.seconds = number(f, Range::kNonNegative);
       if (f.key == "parallel") b.parallel = non_negative_int(f);
+      if (f.key == "build_seconds") b.build_seconds = number(f, Range::kNonNegative);
     }
   }
 

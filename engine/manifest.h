@@ -48,6 +48,11 @@ struct Budget {
   int iterations = 20;  // MCTS iterations per target
   double seconds = 0;   // wall-clock cap per target, 0 = none
   int parallel = 0;     // candidates compiled at once (rules/search/search.cpp), 0 = auto
+  // Wall-clock cap on this build's searches, from the moment forge build
+  // started: no evaluation starts after it, the package stage still runs
+  // (a CI job's time limit); 0 = none. Not part of any step's key: the next
+  // build continues the searches it cut.
+  double build_seconds = 0;
 };
 
 struct DeviceSpec {

@@ -293,12 +293,12 @@ void Search::skip(NodeId parent, const std::string& key) { m_skipped.insert({par
 
 // ---- the driver -------------------------------------------------------------
 
-namespace {
-
 double steady_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
+
+namespace {
 
 std::launch policy_for(size_t window) {
   // One at a time: evaluate on this thread when the result is asked for.
@@ -392,7 +392,8 @@ SearchResult run_search(Search& search, Evaluator& evaluator, const Budget& budg
     if (budget.iterations > 0 &&
         tree.size() - 1 + static_cast<int>(result.skipped.size()) >= budget.iterations)
       return false;
-    if (budget.seconds > 0 && seconds_now() >= budget.seconds) {
+    if ((budget.seconds > 0 && seconds_now() >= budget.seconds) ||
+        (options.stop_at > 0 && clock() >= options.stop_at)) {
       result.time_up = true;
       return false;
     }

@@ -260,9 +260,15 @@ class Evaluator {
 class Journal;  // engine/journal.h
 
 struct RunOptions {
-  // Monotonic seconds; default std::chrono::steady_clock. Tests inject a fake.
+  // Monotonic seconds; default steady_seconds(). Tests inject a fake.
   std::function<double()> clock;
+  // A clock() reading after which no new iteration starts (the build's
+  // budget.build_seconds; SearchResult::time_up), 0 = none.
+  double stop_at = 0;
 };
+
+// std::chrono::steady_clock's time in seconds: run_search's default clock.
+double steady_seconds();
 
 struct SearchResult {
   int iterations = 0;      // completed iterations in the tree (replayed + new)

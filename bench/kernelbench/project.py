@@ -7,7 +7,7 @@ import shutil
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def manifest(name, problem, scale, device, budget, seconds, top, max_input_mb, capture_timeout):
+def manifest(name, problem, scale, device, budget, seconds, top, max_input_mb, capture_timeout, build_seconds=0):
     """forge.yaml's text (forge.yaml.example has every field). One intra-op
     thread on the CPU: forge's CPU kernels are single-threaded (docs/PACKAGE.md)."""
     env = "KB_ITERS: '5'" + (", OMP_NUM_THREADS: '1'" if device == "cpu" else "")
@@ -19,14 +19,15 @@ def manifest(name, problem, scale, device, budget, seconds, top, max_input_mb, c
             "    latency: '([0-9.]+) ms/iter'\n"
             "    check_runs: 3\n"
             f"targets: {{top: {top}, min_share: 0.01}}\n"
-            f"budget: {{iterations: {budget}, seconds: {seconds}}}\n"
+            f"budget: {{iterations: {budget}, seconds: {seconds}, build_seconds: {build_seconds}}}\n"
             f"device: {{backend: {device}}}\n"
             f"capture: {{samples_per_target: 1, max_input_mb_per_model: {max_input_mb}, "
             f"timeout_seconds: {capture_timeout}}}\n"
             "proposer: {strategies: true}\n")
 
 
-def write(workdir, name, problem, scale, device, budget, seconds=0, top=4, max_input_mb=8192, capture_timeout=300):
+def write(workdir, name, problem, scale, device, budget, seconds=0, top=4, max_input_mb=8192, capture_timeout=300,
+          build_seconds=0):
     """The project folder for one problem; an existing one is kept (its store
     continues the search) but its files are written again."""
     d = os.path.join(workdir, name)
@@ -34,5 +35,5 @@ def write(workdir, name, problem, scale, device, budget, seconds=0, top=4, max_i
     shutil.copyfile(os.path.join(HERE, "model_script.py"), os.path.join(d, "model.py"))
     with open(os.path.join(d, "forge.yaml"), "w") as f:
         f.write(manifest(name, os.path.abspath(problem), scale, device, budget, seconds, top, max_input_mb,
-                         capture_timeout))
+                         capture_timeout, build_seconds))
     return d

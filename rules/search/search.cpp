@@ -1,6 +1,7 @@
 #include "rules/search/search.h"
 
 #include <algorithm>
+#include <sstream>
 #include <chrono>
 #include <memory>
 #include <set>
@@ -371,7 +372,30 @@ void SearchRule::apply(BuildContext& ctx) {
   for (auto& t : ctx.chain_targets) order.push_back({&t, true});
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first->time_us > b.first->time_us; });
-  for (auto& [t, chain] : order) chain ? search_chain(*t) : search_one(*t, nullptr);
+  // budget.build_seconds: no evaluation starts after it; the targets not
+  // reached say so, and the package stage runs on what was accepted.
+  m_stop_at = 0;
+  if (budget.build_seconds > 0)
+    m_stop_at = mcts::steady_seconds() + budget.build_seconds -
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
+  std::ostringstream seconds;
+  seconds << budget.build_seconds;
+  const std::string limit = "budget.build_seconds (" + seconds.str() + " s)";
+  int unreached = 0;
+  for (auto& [t, chain] : order) {
+    if (m_stop_at > 0 && mcts::steady_seconds() >= m_stop_at && !ctx.options.dry_run) {
+      ++unreached;
+      t->why = "not searched: " + limit + " ran out before it";
+      if (chain)
+        for (auto& entry : ctx.chains)
+          if (entry.value("id", json()) == t->id) entry["why"] = t->why;
+      continue;
+    }
+    chain ? search_chain(*t) : search_one(*t, nullptr);
+  }
+  if (unreached > 0)
+    ctx.notes.push_back("search: " + limit + " ran out; " + std::to_string(unreached) +
+                        " target(s) not searched (the next build searches them)");
   if (ctx.manifest.proposer.llm) ctx.llm = m_ledger.to_json(*ctx.manifest.proposer.llm);
   if (searched == 0)
     ctx.notes.push_back("search: no target has a strategy family for this backend yet");
@@ -489,9 +513,14 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
     int fresh = 0;  // evaluations run now (journal replays excluded)
     bool exhausted = false;  // stopped before the budget: no untried action left
     try {
-      const auto result = mcts::run_search(search, evaluator, budget, journal);
+      mcts::RunOptions run;
+      run.stop_at = m_stop_at;
+      const auto result = mcts::run_search(search, evaluator, budget, journal, run);
       fresh = result.evaluated;
       exhausted = result.exhausted;
+      if (result.time_up && m_stop_at > 0 && mcts::steady_seconds() >= m_stop_at)
+        ctx.notes.push_back("search of " + t.id + " stopped at budget.build_seconds after " +
+                            std::to_string(result.evaluated) + " new evaluations (the next build goes on)");
       evaluator.finish_ahead();
       // A skipped action (a failed model request) leaves the search one
       // iteration short: the build is not complete, and the next one asks again.

@@ -44,6 +44,7 @@ class SearchRule : public Rule {
   std::shared_ptr<llm::HttpTransport> m_transport;
   std::unique_ptr<llm::Client> m_client;
   llm::Ledger m_ledger;  // every target's requests, for the build's "llm" report
+  double m_stop_at = 0;  // mcts::steady_seconds() at budget.build_seconds, 0 = none
 };
 
 }  // namespace forge

@@ -144,9 +144,9 @@ class Table(unittest.TestCase):
         json.dumps(x)  # a results line is JSON
 
     def test_manifest_names_script_budget_device(self):
-        text = project.manifest("19_ReLU", "/kb/19_ReLU.py", 0.01, "cpu", 5, 0, 2, 64, 120)
+        text = project.manifest("19_ReLU", "/kb/19_ReLU.py", 0.01, "cpu", 5, 0, 2, 64, 120, build_seconds=216)
         self.assertIn("run: python model.py /kb/19_ReLU.py --scale 0.01 --device cpu", text)
-        self.assertIn("budget: {iterations: 5, seconds: 0}", text)
+        self.assertIn("budget: {iterations: 5, seconds: 0, build_seconds: 216}", text)
         self.assertIn("device: {backend: cpu}", text)
         self.assertIn("OMP_NUM_THREADS: '1'", text)
 

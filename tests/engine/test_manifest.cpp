@@ -45,6 +45,7 @@ TEST_CASE("a manifest with only models is valid and everything else has its defa
   CHECK(m.targets.min_share == 0.01);
   CHECK(m.budget.iterations == 20);
   CHECK(m.budget.seconds == 0);
+  CHECK(m.budget.build_seconds == 0);
   CHECK(m.budget.parallel == 0);
   CHECK(m.device.backend == "auto");
   CHECK(m.device.arch == "auto");
@@ -92,6 +93,7 @@ TEST_CASE("every field round-trips") {
       "  iterations: 50\n"
       "  seconds: 90.5\n"
       "  parallel: 4\n"
+      "  build_seconds: 1200\n"
       "device:\n"
       "  backend: cuda\n"
       "  arch: sm_90a\n"
@@ -129,6 +131,7 @@ TEST_CASE("every field round-trips") {
   CHECK(m.budget.iterations == 50);
   CHECK(m.budget.seconds == 90.5);
   CHECK(m.budget.parallel == 4);
+  CHECK(m.budget.build_seconds == 1200);
   CHECK(m.device.backend == "cuda");
   CHECK(m.device.arch == "sm_90a");
   CHECK(m.capture.samples_per_target == 5);
@@ -454,6 +457,10 @@ TEST_CASE("bad values") {
           "  ^");
   }
   SUBCASE("numbers") {
+    CHECK(error_in("budget: {build_seconds: -1}\n") ==
+          "forge.yaml:4:25: 'build_seconds' must be a non-negative number, got '-1'\n"
+          "budget: {build_seconds: -1}\n"
+          "                        ^");
     CHECK(error_in("budget: {seconds: -3}\n") ==
           "forge.yaml:4:19: 'seconds' must be a non-negative number, got '-3'\n"
           "budget: {seconds: -3}\n"

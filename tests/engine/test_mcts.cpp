@@ -636,6 +636,32 @@ TEST_CASE("an exhausted proposer ends the search early; a rerun does nothing") {
   }
 }
 
+TEST_CASE("a build's deadline (RunOptions::stop_at) stops the search; the next run goes on") {
+  FakeProposer proposer;
+  double now = 100;
+  RunOptions options;
+  options.clock = [&] { return now; };
+  options.stop_at = 103.5;  // after the 4th evaluation (each takes 1 s)
+  FakeEvaluator evaluator;
+  evaluator.delay = [&](const std::string&) { now += 1.0; };
+  auto store = store::make_memory_store();
+  Run a = run(*store, proposer, evaluator, budget(10), {}, "ctx", options);
+  CHECK(a.result.time_up);
+  CHECK(a.result.iterations == 4);
+  CHECK(evaluator.calls == 4);
+  // Past it, nothing starts; the journal is kept.
+  Run b = run(*store, proposer, evaluator, budget(10), {}, "ctx", options);
+  CHECK(b.result.time_up);
+  CHECK(b.result.iterations == 4);
+  CHECK(evaluator.calls == 4);
+  // Without one (the next build), the search continues to its budget.
+  options.stop_at = 0;
+  Run c = run(*store, proposer, evaluator, budget(10), {}, "ctx", options);
+  CHECK_FALSE(c.result.time_up);
+  CHECK(c.result.iterations == 10);
+  CHECK(evaluator.calls == 10);
+}
+
 TEST_CASE("a time budget stops the search; the time spent carries over to the next build") {
   FakeProposer proposer;
   double now = 100;

@@ -159,7 +159,7 @@ TEST_CASE("budget.parallel compiles the next candidates ahead; the search takes 
 // report of what exists is printed and the exit status is 130; nothing the
 // interruption cut short is kept (journaled or cached as a failure), so the
 // next build finishes the same searches with only real verdicts.
-TEST_CASE("an interrupted build prints its report, exits 130, and the next build finishes it") {
+TEST_CASE("an interrupted build prints its report, exits 130, and the next build finishes it; budget.build_seconds stops it without interrupting") {
   const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
@@ -171,6 +171,24 @@ TEST_CASE("an interrupted build prints its report, exits 130, and the next build
   auto warm = test::run_forge("--json build", dir.path());  // capture, worker, baselines
   INFO(warm.err);
   REQUIRE(warm.exit_code == 0);
+
+  // budget.build_seconds, run out before the search: no evaluation starts,
+  // the target says why, the build ends normally and its package stage runs.
+  const std::string manifest = test::read_text(dir / "forge.yaml");
+  test::write_text(dir / "forge.yaml", manifest.substr(0, manifest.find("budget:")) +
+                                           "budget: {iterations: 1, build_seconds: 0.001}\n");
+  auto late = test::run_forge("--json build --budget 3", dir.path());
+  INFO(late.err);
+  REQUIRE(late.exit_code == 0);
+  json l = json::parse(late.out);
+  CHECK(l["ok"] == true);
+  CHECK(l["interrupted"] == false);
+  CHECK(l["steps_run"] == 0);  // nothing evaluated (the package is unchanged)
+  CHECK(l["notes"].dump().find("budget.build_seconds (0.001 s) ran out") != std::string::npos);
+  REQUIRE(l["targets"].size() == 1);
+  CHECK(l["targets"][0]["why"].get<std::string>().find("not searched: budget.build_seconds") == 0);
+  CHECK(l["package"].is_object());
+  test::write_text(dir / "forge.yaml", manifest);
 
   auto cut = test::run_forge("--json build --budget 4", dir.path(), "timeout --preserve-status -s INT 4");
   INFO(cut.err);
