@@ -60,7 +60,8 @@ struct BuildContext {
   // batches)}} for each target that evaluated candidates (journal replays
   // excluded); null when none did. Candidates per minute come from here.
   nlohmann::json search;
-  // When forge build started (budget.build_seconds counts from here).
+  // When the build started, once the store was locked and the toolchain and
+  // device probed (budget.build_seconds counts from here).
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
   // Runs `spec` through the cache (or looks it up in dry mode; then nullopt

@@ -150,13 +150,18 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
       }
     }
     // An in-place op changes its self, the previous chain op's result, which
-    // nothing else reads (chains.cpp): the chain computes its functional op.
+    // nothing else reads (chains.cpp): the chain computes its functional op;
+    // `called_as` keeps the eager spelling, which a module forward's recorded
+    // calls show (runtime/autoload/forge_autoload/modules.py).
+    json called_as;
     if (in_place(e)) {
       const json self = !args.empty() && is_tensor(args[0]) ? args[0].value("ref", json()) : json();
       if (!self.is_object() || !self.contains("op")) {
         *why = op + " changes a chain input in place";
         return std::nullopt;
       }
+      const auto at = op.find('.');
+      called_as = {{"op", "aten::" + op.substr(0, at)}, {"overload", at == std::string::npos ? "" : op.substr(at + 1)}};
       op = functional_spelling(op);
     }
     if (functional) {
@@ -169,6 +174,7 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
     ops.push_back({{"op", "aten::" + op.substr(0, dot)},
                    {"overload", dot == std::string::npos ? "" : op.substr(dot + 1)},
                    {"args", std::move(args)}});
+    if (!called_as.is_null()) ops.back()["called_as"] = std::move(called_as);
     readable += (j ? " -> " : "") + e.value("signature", op);
   }
   const json& last = entries.at(static_cast<size_t>(chain.entries.back()));

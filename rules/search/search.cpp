@@ -353,7 +353,7 @@ void SearchRule::apply(BuildContext& ctx) {
                     (generated.strategies.empty() ? "the model's kernels"
                      : by_model                   ? "the library's fused kernel and the model's"
                                                   : "the library's fused kernel") +
-                    "; the package stage says whether it ships";
+                    "; the package stage says whether it ships" + (t.why.empty() ? "" : "; " + t.why);
     else if (!t.why.empty())
       (*c)["why"] = "not searched: " + t.why;
     (*c)["search"] = {{"iterations", t.iterations},
@@ -372,30 +372,21 @@ void SearchRule::apply(BuildContext& ctx) {
   for (auto& t : ctx.chain_targets) order.push_back({&t, true});
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first->time_us > b.first->time_us; });
-  // budget.build_seconds: no evaluation starts after it; the targets not
-  // reached say so, and the package stage runs on what was accepted.
+  // budget.build_seconds: no evaluation starts after it (search_target); the
+  // package stage runs on what was accepted, in this build or before.
   m_stop_at = 0;
-  if (budget.build_seconds > 0)
+  m_unreached = 0;
+  if (budget.build_seconds > 0) {
     m_stop_at = mcts::steady_seconds() + budget.build_seconds -
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
-  std::ostringstream seconds;
-  seconds << budget.build_seconds;
-  const std::string limit = "budget.build_seconds (" + seconds.str() + " s)";
-  int unreached = 0;
-  for (auto& [t, chain] : order) {
-    if (m_stop_at > 0 && mcts::steady_seconds() >= m_stop_at && !ctx.options.dry_run) {
-      ++unreached;
-      t->why = "not searched: " + limit + " ran out before it";
-      if (chain)
-        for (auto& entry : ctx.chains)
-          if (entry.value("id", json()) == t->id) entry["why"] = t->why;
-      continue;
-    }
-    chain ? search_chain(*t) : search_one(*t, nullptr);
+    std::ostringstream seconds;
+    seconds << budget.build_seconds;
+    m_limit = "budget.build_seconds (" + seconds.str() + " s)";
   }
-  if (unreached > 0)
-    ctx.notes.push_back("search: " + limit + " ran out; " + std::to_string(unreached) +
-                        " target(s) not searched (the next build searches them)");
+  for (auto& [t, chain] : order) chain ? search_chain(*t) : search_one(*t, nullptr);
+  if (m_unreached > 0)
+    ctx.notes.push_back("search: " + m_limit + " ran out; " + std::to_string(m_unreached) +
+                        " target(s) searched no further than their journals (the next build goes on)");
   if (ctx.manifest.proposer.llm) ctx.llm = m_ledger.to_json(*ctx.manifest.proposer.llm);
   if (searched == 0)
     ctx.notes.push_back("search: no target has a strategy family for this backend yet");
@@ -469,7 +460,14 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
   Progress& progress = ctx.builder.progress();
   mcts::Journal journal(ctx.builder.store(), mcts::journal_ref(t.id), context, params.to_json(),
                         [&progress](const std::string& m) { progress.warn(m); });
-  if (ctx.options.dry_run) {
+  // Past budget.build_seconds: as a dry run, the journal replayed and nothing
+  // evaluated, so the kernels earlier builds accepted are still reported and packaged.
+  const bool late = !ctx.options.dry_run && m_stop_at > 0 && mcts::steady_seconds() >= m_stop_at;
+  if (late) {
+    ++m_unreached;
+    t.why = m_limit + " ran out before its search (the next build goes on)";
+  }
+  if (ctx.options.dry_run || late) {
     // Status: the journal as it stands, nothing evaluated.
     Budget none = budget;
     none.iterations = static_cast<int>(journal.records().size());

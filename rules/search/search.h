@@ -45,6 +45,8 @@ class SearchRule : public Rule {
   std::unique_ptr<llm::Client> m_client;
   llm::Ledger m_ledger;  // every target's requests, for the build's "llm" report
   double m_stop_at = 0;  // mcts::steady_seconds() at budget.build_seconds, 0 = none
+  std::string m_limit;   // "budget.build_seconds (N s)"
+  int m_unreached = 0;   // targets reached after it: their journals replayed, nothing evaluated
 };
 
 }  // namespace forge

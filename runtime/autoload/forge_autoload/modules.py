@@ -316,7 +316,9 @@ def _call_order(torch, calls, ops, result):
         if c is None:
             return None
         func, a, kw, _ = calls[c]
-        if func._schema.name != ops[j]["op"] or func._schema.overload_name != (ops[j].get("overload") or ""):
+        # An in-place op is computed as its functional op; eager code calls it as recorded.
+        spelled = ops[j].get("called_as") or ops[j]
+        if func._schema.name != spelled["op"] or func._schema.overload_name != (spelled.get("overload") or ""):
             return None
         recs = ops[j].get("args", [])
         values = trim_cast(torch, func, _schema_values(func, a, kw), recs)

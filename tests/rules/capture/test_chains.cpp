@@ -437,6 +437,10 @@ TEST_CASE("with a trace, one entry in two chains: each chain's calls are its own
   CHECK(ops[1]["overload"] == "Tensor");
   CHECK(ops[2]["op"] == "aten::relu");
   CHECK(ops[2]["overload"] == "");
+  // As eager code calls them: a module forward's recorded calls match that.
+  CHECK(ops[1]["called_as"] == json{{"op", "aten::add_"}, {"overload", "Tensor"}});
+  CHECK(ops[2]["called_as"] == json{{"op", "aten::relu_"}, {"overload", ""}});
+  CHECK_FALSE(ops[0].contains("called_as"));
 
   SUBCASE("a run that goes on in one call (into the script's checksum) counts for the shorter chain") {
     rec["entries"].push_back(entry("sum", 1, 2));

@@ -1,6 +1,8 @@
 // Chains packaged in place of module forwards (issue 33, item 4, eager):
 // `forge build` on tests/rules/package/chain_module/model.py finds the chains
-// that are a module class's whole forward (Swish; QuickGELU, whose factor is
+// that are a module class's whole forward (Swish, its multiply in place,
+// which the forward's recorded calls show as mul_ and compiled graphs as mul;
+// QuickGELU, whose factor is
 // an attribute read as a Python number; a GroupNorm submodule then SiLU,
 // fused in the group_norm template; Hugging Face's RMSNorm, in the rms_norm
 // template, and on bfloat16 with its casts; MinGPT's GELU, whose data flow

@@ -173,7 +173,9 @@ TEST_CASE("an interrupted build prints its report, exits 130, and the next build
   REQUIRE(warm.exit_code == 0);
 
   // budget.build_seconds, run out before the search: no evaluation starts,
-  // the target says why, the build ends normally and its package stage runs.
+  // the target's journal is replayed (its kernel still reported and shipped),
+  // it says why, and the build ends normally with its package stage.
+  const json w = json::parse(warm.out);
   const std::string manifest = test::read_text(dir / "forge.yaml");
   test::write_text(dir / "forge.yaml", manifest.substr(0, manifest.find("budget:")) +
                                            "budget: {iterations: 1, build_seconds: 0.001}\n");
@@ -183,11 +185,16 @@ TEST_CASE("an interrupted build prints its report, exits 130, and the next build
   json l = json::parse(late.out);
   CHECK(l["ok"] == true);
   CHECK(l["interrupted"] == false);
-  CHECK(l["steps_run"] == 0);  // nothing evaluated (the package is unchanged)
+  CHECK(l["steps_run"] == 0);  // nothing evaluated, the package unchanged
   CHECK(l["notes"].dump().find("budget.build_seconds (0.001 s) ran out") != std::string::npos);
   REQUIRE(l["targets"].size() == 1);
-  CHECK(l["targets"][0]["why"].get<std::string>().find("not searched: budget.build_seconds") == 0);
-  CHECK(l["package"].is_object());
+  CHECK(l["targets"][0]["why"].get<std::string>().find("budget.build_seconds (0.001 s) ran out before its search") == 0);
+  CHECK(l["targets"][0]["iterations"] == w["targets"][0]["iterations"]);
+  CHECK(l["targets"][0]["accepted"] == w["targets"][0]["accepted"]);
+  REQUIRE(l["package"].is_object());
+  CHECK(l["package"]["status"] == w["package"]["status"]);
+  CHECK(l["package"]["entries"] == w["package"]["entries"]);
+  if (w["targets"][0]["accepted"].get<int>() > 0) CHECK(l["package"]["entries"].get<int>() >= 1);
   test::write_text(dir / "forge.yaml", manifest);
 
   auto cut = test::run_forge("--json build --budget 4", dir.path(), "timeout --preserve-status -s INT 4");

@@ -6,9 +6,9 @@ import math
 import torch
 
 
-class Swish(torch.nn.Module):
+class Swish(torch.nn.Module):  # the multiply in place, as model.py's: functionalized to mul.Tensor here
     def forward(self, x):
-        return x * torch.sigmoid(x)
+        return torch.sigmoid(x).mul_(x)
 
 
 class QuickGELU(torch.nn.Module):

@@ -13,9 +13,9 @@ import os
 import torch
 
 
-class Swish(torch.nn.Module):
+class Swish(torch.nn.Module):  # its multiply in place on sigmoid's result: an in-place op in a forward
     def forward(self, x):
-        return x * torch.sigmoid(x)
+        return torch.sigmoid(x).mul_(x)
 
 
 class QuickGELU(torch.nn.Module):
