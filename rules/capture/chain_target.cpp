@@ -36,6 +36,12 @@ std::optional<std::pair<std::string, std::string>> functional_of(const json& e) 
   return std::make_pair(base, odot == std::string::npos ? std::string() : outer.substr(odot + 1));
 }
 
+// {"op": "aten::<name>", "overload"} of an op spelled "name.overload".
+json aten_spelling(const std::string& op) {
+  const auto dot = op.find('.');
+  return {{"op", "aten::" + op.substr(0, dot)}, {"overload", dot == std::string::npos ? "" : op.substr(dot + 1)}};
+}
+
 }  // namespace
 
 std::optional<Target> chain_target(const std::string& model, const json& record, const Chain& chain,
@@ -160,8 +166,7 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
         *why = op + " changes a chain input in place";
         return std::nullopt;
       }
-      const auto at = op.find('.');
-      called_as = {{"op", "aten::" + op.substr(0, at)}, {"overload", at == std::string::npos ? "" : op.substr(at + 1)}};
+      called_as = aten_spelling(op);
       op = functional_spelling(op);
     }
     if (functional) {
@@ -170,10 +175,8 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
         if (!(a.is_object() && a.value("name", "") == "out")) kept.push_back(std::move(a));
       args = std::move(kept);
     }
-    const auto dot = op.find('.');
-    ops.push_back({{"op", "aten::" + op.substr(0, dot)},
-                   {"overload", dot == std::string::npos ? "" : op.substr(dot + 1)},
-                   {"args", std::move(args)}});
+    ops.push_back(aten_spelling(op));
+    ops.back()["args"] = std::move(args);
     if (!called_as.is_null()) ops.back()["called_as"] = std::move(called_as);
     readable += (j ? " -> " : "") + e.value("signature", op);
   }

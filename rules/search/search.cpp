@@ -1,10 +1,10 @@
 #include "rules/search/search.h"
 
 #include <algorithm>
-#include <sstream>
 #include <chrono>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "engine/journal.h"
@@ -377,8 +377,8 @@ void SearchRule::apply(BuildContext& ctx) {
   m_stop_at = 0;
   m_unreached = 0;
   if (budget.build_seconds > 0) {
-    m_stop_at = mcts::steady_seconds() + budget.build_seconds -
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
+    // mcts::steady_seconds() reads the same clock as ctx.started.
+    m_stop_at = std::chrono::duration<double>(ctx.started.time_since_epoch()).count() + budget.build_seconds;
     std::ostringstream seconds;
     seconds << budget.build_seconds;
     m_limit = "budget.build_seconds (" + seconds.str() + " s)";
@@ -462,7 +462,7 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
                         [&progress](const std::string& m) { progress.warn(m); });
   // Past budget.build_seconds: as a dry run, the journal replayed and nothing
   // evaluated, so the kernels earlier builds accepted are still reported and packaged.
-  const bool late = !ctx.options.dry_run && m_stop_at > 0 && mcts::steady_seconds() >= m_stop_at;
+  const bool late = !ctx.options.dry_run && past_stop();
   if (late) {
     ++m_unreached;
     t.why = m_limit + " ran out before its search (the next build goes on)";
@@ -516,7 +516,7 @@ int SearchRule::search_target(BuildContext& ctx, Target& t, const std::vector<Fa
       const auto result = mcts::run_search(search, evaluator, budget, journal, run);
       fresh = result.evaluated;
       exhausted = result.exhausted;
-      if (result.time_up && m_stop_at > 0 && mcts::steady_seconds() >= m_stop_at)
+      if (result.time_up && past_stop())
         ctx.notes.push_back("search of " + t.id + " stopped at budget.build_seconds after " +
                             std::to_string(result.evaluated) + " new evaluations (the next build goes on)");
       evaluator.finish_ahead();

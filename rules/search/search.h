@@ -44,6 +44,8 @@ class SearchRule : public Rule {
   std::shared_ptr<llm::HttpTransport> m_transport;
   std::unique_ptr<llm::Client> m_client;
   llm::Ledger m_ledger;  // every target's requests, for the build's "llm" report
+  // Whether budget.build_seconds has run out.
+  bool past_stop() const { return m_stop_at > 0 && mcts::steady_seconds() >= m_stop_at; }
   double m_stop_at = 0;  // mcts::steady_seconds() at budget.build_seconds, 0 = none
   std::string m_limit;   // "budget.build_seconds (N s)"
   int m_unreached = 0;   // targets reached after it: their journals replayed, nothing evaluated
