@@ -140,6 +140,12 @@ inline void store_stream(float* p, vf v) {
   _mm_stream_ps(p, (__m128)v);
 #endif
 }
+// The fp32 elements from y to the first address store_stream takes (aligned
+// to a whole vector), for a y aligned to 4 bytes.
+inline int64_t stream_head(const void* y) {
+  return static_cast<int64_t>((W - (reinterpret_cast<uintptr_t>(y) / 4) % W) % W);
+}
+inline bool stream_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % (W * 4) == 0; }
 // Partial stores: the first n (< W) lanes; masked on AVX-512.
 template <class T> inline void store_part(T* p, vf v, int64_t n) {
   T tmp[W];

@@ -17,12 +17,12 @@ inline void apply_plane(const T* x, T* y, int64_t hw, float scale, float bias) {
   int64_t i = 0;
   if constexpr (FORGE_P_STREAM && sizeof(T) == 4) {
     if (reinterpret_cast<uintptr_t>(y) % 4 == 0) {
-      const int64_t head = static_cast<int64_t>((W - (reinterpret_cast<uintptr_t>(y) / 4) % W) % W);
+      const int64_t head = stream_head(y);
       if (head > 0 && head < hw) {
         store_part(y, FORGE_EPILOGUE(vfma(load_part(x, head, T{}), sv, bv)), head);
         i = head;
       }
-      if (reinterpret_cast<uintptr_t>(y + i) % (W * 4) == 0)
+      if (stream_aligned(y + i))
         for (; i + W <= hw; i += W)
           store_stream(reinterpret_cast<float*>(y + i), FORGE_EPILOGUE(vfma(load(x + i), sv, bv)));
     }

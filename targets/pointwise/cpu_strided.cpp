@@ -87,12 +87,12 @@ void row_lanes(TY* y, const TA* a, const TB* b, vf ca, vf cb, int64_t n, const P
   int64_t j = 0;
   if constexpr (FORGE_P_STREAM && sizeof(TY) == 4) {
     // Up to the first address aligned to a whole vector, then streamed vectors.
-    const int64_t head = static_cast<int64_t>((W - (reinterpret_cast<uintptr_t>(y) / 4) % W) % W);
+    const int64_t head = stream_head(y);
     if (head > 0 && head < n && reinterpret_cast<uintptr_t>(y) % 4 == 0) {
       row_part<CA, CB>(y, a, b, ca, cb, 0, head, s);
       j = head;
     }
-    if (reinterpret_cast<uintptr_t>(y + j) % (W * 4) == 0) {
+    if (stream_aligned(y + j)) {
       for (; j + U * W <= n; j += U * W) {
         vf r[U];
         for (int u = 0; u < U; ++u) r[u] = pw_apply(la(j + u * W), lb(j + u * W), s);
