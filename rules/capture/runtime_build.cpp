@@ -48,6 +48,17 @@ json build_runtime(BuildContext& ctx, const fs::path& src, const fs::path& out,
   // Two forges building the same runtime wait for each other instead of racing.
   store::StoreLock lock(out, [&](const std::string& m) { ctx.builder.progress().warn(m); });
   const fs::path build = out / "build";
+  json rec{{"status", "ok"}};
+  bool have_all = true;
+  for (const auto& [key, file] : products) {
+    rec[key] = (build / file).string();
+    have_all = have_all && fs::exists(build / file);
+  }
+  // `out` is named by the step key, which digests every source folder the
+  // project reads and the toolchain: a finished build there is this build, and
+  // configuring again (find_package(Torch) alone takes seconds) is skipped.
+  const fs::path finished = out / "finished";
+  if (have_all && fs::exists(finished)) return rec;
   Command configure;
   configure.argv = {"cmake", "-S", src.string(), "-B", build.string(), "-G", "Ninja",
                     "-DCMAKE_BUILD_TYPE=Release",
@@ -64,12 +75,10 @@ json build_runtime(BuildContext& ctx, const fs::path& src, const fs::path& out,
   if (!r.ok())
     return failed_record("building the " + what + " failed (" + r.describe() + ")",
                          tail(r.out + r.err));
-  json rec{{"status", "ok"}};
-  for (const auto& [key, file] : products) {
-    rec[key] = (build / file).string();
+  for (const auto& [key, file] : products)
     if (!fs::exists(build / file))
       return failed_record("the " + what + " build did not produce " + (build / file).string());
-  }
+  write_file_atomic(finished, "");
   return rec;
 }
 

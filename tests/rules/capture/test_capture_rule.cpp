@@ -130,6 +130,34 @@ TEST_CASE("first build captures every model; an unchanged second build runs no s
   CHECK(second["targets"] == first["targets"]);
 }
 
+// The runtime's build folder is shared by every store on the machine: a
+// second project finds it finished and runs no cmake; a product gone from it
+// (a cleaned cache) configures and builds again.
+TEST_CASE("a finished runtime build in the user cache is reused by another store without cmake") {
+  World first;
+  const fs::path cache = first.dir / "cache";
+  first.build();
+  CHECK(first.runner->count("cmake") == 2);  // configure, build
+
+  World second;
+  ::setenv("FORGE_CACHE_DIR", cache.c_str(), 1);
+  json r = second.build();
+  CHECK(r["ok"] == true);
+  CHECK(second.runner->count("cmake") == 0);
+  CHECK(second.captures_of("a.py") == 1);
+
+  fs::path lib;
+  for (const auto& f : fs::recursive_directory_iterator(cache))
+    if (f.path().filename() == "libforge_capture.so") lib = f.path();
+  REQUIRE(!lib.empty());
+  fs::remove(lib);
+  World third;
+  ::setenv("FORGE_CACHE_DIR", cache.c_str(), 1);
+  CHECK(third.build()["ok"] == true);
+  CHECK(third.runner->count("cmake") == 2);
+  CHECK(fs::exists(lib));
+}
+
 TEST_CASE("changing one model's script re-captures that model only") {
   World w;
   w.build();
