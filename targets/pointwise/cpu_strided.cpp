@@ -26,8 +26,9 @@
  * constant along the row: a bias, a scalar) the inner loop is FORGE_P_UNROLL
  * independent full-register vectors (16 fp32 lanes with AVX-512, 8 with AVX2:
  * FORGE_P_ISA), else W elements are gathered into a vector and scattered back.
- * exp, expm1, log1p and erfc are inlined polynomials (about 2 ulp, erfc
- * 1.2e-7 relative, Press et al.'s Chebyshev fit), not library calls.
+ * exp, expm1, log1p, erfc and erf are inlined polynomials (about 2 ulp, erfc
+ * 1.2e-7 relative, Press et al.'s Chebyshev fit; erf a rational fit, 6 ulp,
+ * which gelu uses here), not library calls.
  * Single-threaded (the worker refuses OpenMP runtimes: docs/CANDIDATE_ABI.md).
  */
 #include <immintrin.h>
@@ -53,6 +54,8 @@
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
 #include "../_common/pointwise_cpu_math.h"  // pw_k, pw_sel, pw_exp, ... on vf
+// gelu as 1 + erf (pointwise_ops.h): this family sets compare_float64.
+#define PW_GELU_ERF 1
 #include "../_common/pointwise_ops.h"  // the op table: pw_unary, pw_binary
 
 constexpr int U = FORGE_P_UNROLL;

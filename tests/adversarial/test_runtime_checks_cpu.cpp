@@ -92,22 +92,37 @@ const std::map<std::string, std::string> kExpected = {
     {"vector_at_out_of_range", "exception"},
 };
 
+// The worker `forge try` builds against the venv's torch (a softmax script
+// captured in `dir`, the honest softmax tried); empty when none was found.
+fs::path worker_built_by_forge_try(const fs::path& dir) {
+  test::write_text(dir / "softmax.py",
+                   "import torch\nx = torch.randn(64, 1000)\nprint(float(torch.softmax(x, dim=-1).sum()))\n");
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  sm: {run: python softmax.py}\ntargets: {ops: [_softmax], min_share: 0}\n");
+  REQUIRE(test::run_forge("capture", dir).exit_code == 0);
+  auto first = test::run_forge("--json try sm/_softmax '" + (kCheats / "softmax_ok.cc").string() + "'", dir);
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  const fs::path worker = test::newest_worker();
+  REQUIRE_MESSAGE(!worker.empty(), "no forge_worker under " << (user_cache_dir() / "runtime").string());
+  return worker;
+}
+
+// `name`.cc from tests/adversarial/cpu compiled as forge compiles CPU candidates.
+fs::path compile_cheat(const fs::path& dir, const std::string& name) {
+  const fs::path so = dir / (name + ".so");
+  const std::string cc = "c++ -O2 -std=c++17 -fPIC -shared -I'" + (kRepo / "runtime" / "abi").string() +
+                         "' -x c++ '" + (kCheats / (name + ".cc")).string() + "' -o '" + so.string() + "' 2>&1";
+  REQUIRE_MESSAGE(std::system(cc.c_str()) == 0, "cannot compile " << name);
+  return so;
+}
+
 }  // namespace
 
 TEST_CASE("the run-time checks alone reject every CPU cheat, or leave it nothing to gain") {
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
-  // Builds the worker (forge try does) against the venv's torch.
-  test::write_text(dir / "softmax.py",
-                   "import torch\nx = torch.randn(64, 1000)\nprint(float(torch.softmax(x, dim=-1).sum()))\n");
-  test::write_text(dir / "forge.yaml",
-                   "models:\n  sm: {run: python softmax.py}\ntargets: {ops: [_softmax], min_share: 0}\n");
-  REQUIRE(test::run_forge("capture", dir.path()).exit_code == 0);
-  auto first = test::run_forge("--json try sm/_softmax '" + (kCheats / "softmax_ok.cc").string() + "'", dir.path());
-  INFO(first.err);
-  REQUIRE(first.exit_code == 0);
-  const fs::path worker = test::newest_worker();
-  REQUIRE_MESSAGE(!worker.empty(), "no forge_worker under " << (user_cache_dir() / "runtime").string());
+  const fs::path worker = worker_built_by_forge_try(dir.path());
 
   const json family = load_family(kRepo / "targets" / "softmax" / "family.yaml").spec;
   const json args = json::array({{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {64, 1000}},
@@ -116,10 +131,7 @@ TEST_CASE("the run-time checks alone reject every CPU cheat, or leave it nothing
                                  {{"type", "bool"}, {"value", false}, {"name", "half_to_float"}}});
   std::vector<json> requests;
   for (const auto& [name, expected] : kExpected) {
-    const fs::path so = dir / (name + ".so");
-    const std::string cc = "c++ -O2 -std=c++17 -fPIC -shared -I'" + (kRepo / "runtime" / "abi").string() +
-                           "' -x c++ '" + (kCheats / (name + ".cc")).string() + "' -o '" + so.string() + "' 2>&1";
-    REQUIRE_MESSAGE(std::system(cc.c_str()) == 0, "cannot compile " << name);
+    const fs::path so = compile_cheat(dir.path(), name);
     requests.push_back(
         {{"cmd", "evaluate"},
          {"id", name},
@@ -156,6 +168,51 @@ TEST_CASE("the run-time checks alone reject every CPU cheat, or leave it nothing
   }
   // Nothing a candidate did reached the judge's reply stream: one reply per request.
   CHECK(replies.size() == kExpected.size());
+}
+
+// The pointwise family's compare_float64: an element outside the tolerance of
+// stock passes when inside it of the float64 evaluation. Inputs drawn where
+// torch's CPU gelu is off by more than atol (x in [-3.48, -3.42]): the
+// correctly rounded gelu is rejected without the rule and accepted with it,
+// verified and timed calls alike; two approximations passed off as the exact
+// op stay rejected with it, the detail naming the float64 value.
+TEST_CASE("compare_float64 accepts a kernel nearer the true value than stock, never an approximation") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  const fs::path worker = worker_built_by_forge_try(dir.path());
+  json family = load_family(kRepo / "targets" / "pointwise" / "family.yaml").spec;
+  REQUIRE(family.value("compare_float64", false));
+  family["verify"]["ranges"] = json::array({json::array({-3.48, -3.42})});
+  json strict = family;
+  strict["compare_float64"] = false;
+  const json args = json::array({{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {256, 1024}},
+                                  {"strides", {1024, 1}}, {"device", "cpu"}, {"name", "self"}},
+                                 {{"type", "str"}, {"value", "none"}, {"name", "approximate"}}});
+  auto request = [&](const std::string& id, const std::string& cheat, const json& fam) {
+    json r = test::evaluate_request(id, "gelu", args, fam, compile_cheat(dir.path(), cheat));
+    r["bench"]["threads"] = 1;
+    return r;
+  };
+  auto replies = test::evaluate_directly(
+      worker,
+      {request("exact", "gelu_exact", family), request("exact_strict", "gelu_exact", strict),
+       request("tanh", "gelu_tanh_for_erf", family), request("sigmoid", "gelu_sigmoid_for_erf", family)},
+      dir.path(), "--backend cpu --ceiling 1e10");
+  REQUIRE(replies.size() == 4);
+  INFO(replies["exact"].dump().substr(0, 1500));
+  CHECK(replies["exact"]["verdict"] == "accepted");
+  CHECK(replies["exact"]["bench"]["speedup_eager"].get<double>() > 0);
+  INFO(replies["exact_strict"].dump().substr(0, 1500));
+  CHECK(replies["exact_strict"]["verdict"] == "rejected");
+  CHECK(replies["exact_strict"]["reason"] == "wrong_result");
+  for (const char* id : {"tanh", "sigmoid"}) {
+    CAPTURE(id);
+    const json& r = replies[id];
+    INFO(r.dump().substr(0, 1500));
+    CHECK(r["verdict"] == "rejected");
+    CHECK(r["reason"] == "wrong_result");
+    CHECK(r.value("detail", "").find("float64 gives") != std::string::npos);
+  }
 }
 
 TEST_SUITE_END();

@@ -132,6 +132,8 @@ TEST_CASE("malformed family files name the file and the place") {
   expect("s13", "name: s13\nops: [x]\n" + tol + "cost: 5\n", ":4:7: 'cost' must be a mapping");
   expect("s14", "name: s14\nops: [x]\n" + tol + "verify: {max_declined: 1.5}\n",
          ":4:24: verify.max_declined must be a share of the cases, 0 to 1");
+  expect("s14b", "name: s14b\nops: [x]\n" + tol + "compare_float64: yes please\n",
+         ":4:18: compare_float64 must be true or false");
   // The signature family: what runtime/common/signature_family.h parses, and can hold.
   expect("s15", "name: s15\nops: [x]\n" + tol + "signature_family: {vary: [{arg: 0, dim: 0}], pins: [{arg: 3, vary: 1}]}\n",
          ":4:19: signature_family: pins entry {arg: 3, vary: 1} names no vary entry (there are 1)");
