@@ -55,11 +55,16 @@ TEST_CASE("a Python number beside CUDA tensors reaches the candidate in host mem
   FORGE_SKIP_WITHOUT_GPU();
   const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
   test::TempDir dir;
-  // A capture builds the worker this test sends its requests to.
+  // `forge try` on the captured multiply builds the worker this test sends its
+  // requests to (a capture alone builds only the capture library); its own
+  // verdict is not this test's.
   test::write_text(dir / "m.py", "import torch\nx = torch.randn(4096, device='cuda')\nprint(float((x * 0.5).sum()))\n");
   test::write_text(dir / "forge.yaml", "models:\n  m: {run: python3 m.py}\ntargets: {min_share: 0}\ndevice: {backend: cuda}\n");
   REQUIRE(test::run_forge("capture", dir.path()).exit_code == 0);
+  test::write_text(dir / "try.cu", candidate(false));
+  auto tried = test::run_forge("--json try m/mul.Tensor '" + (dir / "try.cu").string() + "'", dir.path());
   const fs::path worker = test::newest_worker();
+  INFO(tried.out << tried.err);
   REQUIRE(!worker.empty());
   const json family = load_family(repo / "targets" / "pointwise" / "family.yaml").spec;
   const json args = json::array({{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {4096}}, {"strides", {1}},
