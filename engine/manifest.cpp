@@ -33,7 +33,7 @@ const std::vector<Section>& sections() {
       {"",
        {"version", "models", "targets", "budget", "device", "capture", "proposer", "history",
         "store", "executor", "slurm", "cache"}},
-      {"models.NAME", {"run", "torchscript", "inputs", "workdir", "env", "latency", "check_runs"}},
+      {"models.NAME", {"run", "torchscript", "inputs", "workdir", "env", "latency", "check_runs", "compile_env"}},
       {"targets", {"ops", "top", "min_share", "chains"}},
       {"budget", {"iterations", "seconds", "parallel", "build_seconds"}},
       {"device", {"backend", "arch"}},
@@ -458,13 +458,17 @@ class ManifestParser {
       model.check_runs = non_negative_int(*r);
       if (model.check_runs < 1) fail(where(*r), "'check_runs' must be at least 1, got " + describe(r->value));
     }
+    if (const Entry* c = find(fields, "compile_env")) {
+      if (!run) fail(c->key_node, "'compile_env' needs 'run': it is the environment the command runs compiled with");
+      model.compile_env = parse_env(*c);
+    }
     return model;
   }
 
   std::map<std::string, std::string> parse_env(const Entry& e) const {
     std::map<std::string, std::string> env;
     if (e.value.IsNull()) return env;
-    if (!e.value.IsMap()) fail(where(e), "'env' must be a map");
+    if (!e.value.IsMap()) fail(where(e), "'" + e.key + "' must be a map");
     for (const Entry& var : entries(e.value, nullptr)) {
       if (!is_env_name(var.key)) {
         fail(var.key_node, "'" + var.key + "' is not a valid environment variable name");

@@ -35,6 +35,12 @@ struct ModelSpec {
   // Alternating pairs of timed runs (stock, forged) in the end-to-end check:
   // fewer for a model whose start-up is slow.
   int check_runs = 5;
+  // The environment under which `run` runs the model under torch.compile
+  // ({MODEL_COMPILE: '1'}; {} when it always does). Set: the end-to-end check
+  // also times the compiled run with forge's routes into compiled graphs on
+  // and off, and turns this model's routes off where they made it slower
+  // (rules/package/verdict.h).
+  std::optional<std::map<std::string, std::string>> compile_env;
 };
 
 struct TargetSelection {

@@ -171,6 +171,7 @@ nlohmann::json target_json(const Target& t) {
           {"compile_over_eager", opt(t.compile_over_eager)},
           {"compile_mode", t.compile_mode.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.compile_mode)},
           {"under_compile", t.under_compile.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.under_compile)},
+          {"under_compile_why", t.under_compile_why.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.under_compile_why)},
           {"best_strategy", t.best_strategy.empty() ? nlohmann::json(nullptr)
                                                     : nlohmann::json(t.best_strategy)},
           {"best_proposer", t.best_proposer.empty() ? nlohmann::json(nullptr)

@@ -105,6 +105,9 @@ struct Target {
   // Which kernel compiled graphs call for this op ("forge" when the shipped
   // kernel beat Inductor's by more than both spreads, else "inductor"); "" unknown.
   std::string under_compile;
+  // Why compiled graphs keep Inductor's code where the op comparison chose
+  // forge: the model's compiled run was slower with the routes (rules/package).
+  std::string under_compile_why;
   // Other ops torch.compile's front end traces this op to, each with its
   // arguments mapped onto this op's (forge_compile_bench.py, spellings());
   // the package routes them too (docs/PACKAGE.md, "Under torch.compile").

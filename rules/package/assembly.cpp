@@ -113,8 +113,9 @@ json chain_package_entry(BuildContext& ctx, const Target& t, const std::vector<F
   const std::string compiled =
       t.under_compile == "forge"
           ? "compiled graphs call it in place of Inductor's fusion of the chain, which it beat"
-          : t.best_speedup_compile ? "compiled graphs keep Inductor's fusion of the chain, which was as fast or faster"
-                                   : "compiled graphs keep Inductor's fusion of the chain (no compile figure for it)";
+      : !t.under_compile_why.empty() ? "compiled graphs keep Inductor's fusion of the chain: " + t.under_compile_why
+      : t.best_speedup_compile ? "compiled graphs keep Inductor's fusion of the chain, which was as fast or faster"
+                               : "compiled graphs keep Inductor's fusion of the chain (no compile figure for it)";
   const json code = c->value("module_code", json());
   const bool module = c->value("whole_forward", false) && code.is_string();
   if (!module && t.under_compile != "forge") {

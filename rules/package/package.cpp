@@ -27,6 +27,7 @@ struct Round {
   fs::path lib;  // the library the checks ran with
   json checks = json::object();
   std::set<std::string> slower;  // checked models found slower, left-out ones included
+  std::set<std::string> compile_slower;  // compiled runs slower with forge's routes (verdict.h)
   bool failed = false;           // a check of this round failed
 };
 
@@ -41,8 +42,23 @@ Round package_round(BuildContext& ctx, const std::set<std::string>& left_out, co
   Verdicts verdicts = check_package(ctx, assembly, left_out);
   round.checks = std::move(verdicts.checks);
   round.slower = std::move(verdicts.slower);
+  round.compile_slower = std::move(verdicts.compile_slower);
   round.failed = verdicts.failed;
   return round;
+}
+
+// Compiled graphs keep Inductor's code for every target of `model` (single
+// ops and chains) that the package routed; returns how many were.
+int route_off(BuildContext& ctx, const std::string& model, const std::string& why) {
+  int n = 0;
+  for (auto* list : {&ctx.targets, &ctx.chain_targets})
+    for (Target& t : *list)
+      if (t.model == model && t.under_compile == "forge") {
+        t.under_compile = "inductor";
+        t.under_compile_why = why;
+        ++n;
+      }
+  return n;
 }
 
 }  // namespace
@@ -59,16 +75,32 @@ void PackageRule::apply(BuildContext& ctx) {
   const fs::path dir = package_dir(ctx.manifest);
   const fs::path staged = dir.string() + ".new-" + std::to_string(::getpid());
   std::error_code ec;
-  std::set<std::string> left_out;
+  std::set<std::string> left_out, routes_off;
   json dropped = json::object();
+  json slower_routed = json::object();  // the compiled checks that turned routes off
   Round round;
   for (;;) {
     round = package_round(ctx, left_out, staged);
     if (round.empty || round.failed || ctx.stopped || ctx.options.dry_run) break;
-    std::set<std::string> newly;
+    std::set<std::string> newly, newly_off;
     for (const auto& m : round.slower)
       if (!left_out.count(m)) newly.insert(m);
-    if (newly.empty()) break;
+    // A compiled run slower with the routes: this model's routes go; its
+    // kernels stay for eager calls (the eager verdict judges those).
+    for (const auto& m : round.compile_slower)
+      if (!routes_off.count(m) && !newly.count(m)) newly_off.insert(m);
+    for (const auto& m : newly_off) {
+      routes_off.insert(m);
+      const json& c = slower_routed[m] = ctx.package["models"][m]["compiled"];
+      const std::string figures = slower_figures(c);
+      const int n = route_off(ctx, m, "models." + m + "'s compiled run was slower with forge's routes (" + figures + ")");
+      ctx.notes.push_back(
+          "package: " + m + " ran slower under torch.compile with forge's routes into compiled graphs (" + figures +
+          ", every run slower): " +
+          (n ? "compiled graphs keep Inductor's code for its " + std::to_string(n) + " routed target(s)"
+             : std::string("none of its targets is routed; other models' routes reach its graphs")));
+    }
+    if (newly.empty() && newly_off.empty()) break;
     for (const auto& m : newly) {
       dropped[m] = ctx.package["models"][m];
       left_out.insert(m);
@@ -76,6 +108,11 @@ void PackageRule::apply(BuildContext& ctx) {
                           slower_figures(dropped[m]) + ", every run slower): its kernels are left out of the package");
     }
   }
+  for (const auto& m : round.compile_slower)
+    if (routes_off.count(m) && !round.empty && ctx.package["models"][m].contains("compiled"))
+      ctx.notes.push_back("package: " + m + " still ran slower under torch.compile with forge's routes (" +
+                          slower_figures(ctx.package["models"][m]["compiled"]) +
+                          "): other models' routes reach its graphs");
   for (const auto& m : round.slower)
     if (left_out.count(m) && !round.empty)
       ctx.notes.push_back("package: " + m + " still ran slower with the package (" +
@@ -104,6 +141,7 @@ void PackageRule::apply(BuildContext& ctx) {
   }
   fs::remove_all(staged, ec);
   if (!left_out.empty()) ctx.package["left_out"] = dropped;
+  if (!slower_routed.empty()) ctx.package["routes_off"] = slower_routed;
 }
 
 }  // namespace forge

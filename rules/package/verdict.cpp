@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <regex>
 
 #include "rules/capture/model_command.h"
@@ -25,17 +26,23 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// The two sides an end-to-end check times against each other: command(false)
+// the baseline ("stock" in the record), command(true) the side judged
+// ("forged"); `what` names the judged side in messages.
+struct Sides {
+  std::function<Command(bool judged)> command;
+  std::string what;
+};
+
 // The end-to-end check of one model (a cached step: package digest x model).
-json end_to_end(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt,
-                const fs::path& lib, int runs) {
+json end_to_end(BuildContext& ctx, const ModelSpec& m, const Sides& sides, int runs) {
   const fs::path reports = ctx.manifest.store / "tmp" / ("e2e-" + m.name + "-" + std::to_string(::getpid()));
   std::error_code ec;
   fs::remove_all(reports, ec);
   fs::create_directories(reports);
   const double timeout = ctx.manifest.capture.timeout_seconds;
   auto run = [&](bool forged, bool check) {
-    Command c = model_command(m, rt, forged ? std::vector<std::string>{lib.string()}
-                                            : std::vector<std::string>{});
+    Command c = sides.command(forged);
     if (check) {
       c.env["FORGE_PACKAGE_CHECK"] = "1";
       c.env["FORGE_PACKAGE_REPORT"] = reports.string();
@@ -47,7 +54,7 @@ json end_to_end(BuildContext& ctx, const ModelSpec& m, const RuntimeLibs& rt,
   CommandResult r = run(true, true);
   if (!r.ok()) {
     fs::remove_all(reports, ec);
-    return failed_record("`" + m.run + "` with libforge.so loaded " + r.describe(),
+    return failed_record("`" + m.run + "` " + sides.what + " " + r.describe(),
                          r.err.size() > 2000 ? r.err.substr(r.err.size() - 2000) : r.err);
   }
   json merged = merge_package_reports(reports);
@@ -213,7 +220,12 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
                    {"runs", std::to_string(runs)}};
     spec.cache_failures = true;
     const fs::path lib = assembly.lib;
-    spec.run = [&ctx, &m, &rt, lib, runs] { return end_to_end(ctx, m, *rt, lib, runs); };
+    const Sides eager{[&m, &rt, lib](bool forged) {
+                        return model_command(m, *rt, forged ? std::vector<std::string>{lib.string()}
+                                                            : std::vector<std::string>{});
+                      },
+                      "with libforge.so loaded"};
+    spec.run = [&ctx, &m, eager, runs] { return end_to_end(ctx, m, eager, runs); };
     auto outcome = ctx.step(spec, m.name);
     if (!outcome) continue;
     json rec = outcome->record;
@@ -224,6 +236,44 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
       ctx.notes.push_back("package: end-to-end check of " + m.name + " failed: " + rec.value("reason", ""));
     }
     if (rec["slower"].get<bool>()) out.slower.insert(m.name);
+    // Under torch.compile (models.NAME.compile_env): the library loaded on
+    // both sides, forge's routes into compiled graphs off (FORGE_COMPILE_POLICY
+    // =inductor) against on (the package's choices). A kernel faster than
+    // Inductor's code for its op alone can lose to Inductor's fusion of it
+    // with its neighbours (docs/PACKAGE.md), which only this run sees.
+    const bool routed = it != forged_by_model.end() &&
+                        std::any_of(it->second.begin(), it->second.end(),
+                                    [](const Target* t) { return t->under_compile == "forge"; });
+    if (m.compile_env && routed && record_ok(rec)) {
+      StepSpec cspec = spec;
+      cspec.name = "e2e-compile/" + m.name;
+      cspec.label = m.name + " under torch.compile";
+      cspec.inputs.emplace_back("compile_env", json(*m.compile_env).dump());
+      cspec.inputs.emplace_back("sides", "FORGE_COMPILE_POLICY=inductor, then the package's");
+      const Sides compiled{[&m, &rt, lib](bool routes) {
+                             Command c = model_command(m, *rt, {lib.string()});
+                             for (const auto& [k, v] : *m.compile_env) c.env[k] = v;
+                             if (!routes) c.env["FORGE_COMPILE_POLICY"] = "inductor";
+                             return c;
+                           },
+                           "under torch.compile with forge's routes"};
+      cspec.run = [&ctx, &m, compiled, runs] { return end_to_end(ctx, m, compiled, runs); };
+      if (auto c = ctx.step(cspec, m.name)) {
+        json crec = c->record;
+        crec["slower"] = record_slower(crec);
+        crec["sides"] = "compiled graphs on Inductor's code (stock_*) and with forge's routes (forged_*), "
+                        "the library loaded in both";
+        if (!record_ok(crec)) {
+          ctx.failed = out.failed = true;
+          ctx.notes.push_back("package: end-to-end check of " + m.name + " under torch.compile failed: " +
+                              crec.value("reason", ""));
+          rec["status"] = "failed";  // `forge run` refuses the package (checks.json)
+          rec["reason"] = "under torch.compile: " + crec.value("reason", "");
+        }
+        if (crec["slower"].get<bool>()) out.compile_slower.insert(m.name);
+        rec["compiled"] = crec;
+      }
+    }
     if (held_back(rec)) {
       const std::string note = "package: " + m.name +
                                " ran torch with more intra-op threads than its CPU kernels were measured against, "

@@ -328,6 +328,18 @@ TEST_CASE("models errors") {
     CHECK(parse_manifest("models:\n  m: {run: x, check_runs: 2}\n", "forge.yaml").models[0].check_runs == 2);
     CHECK(parse_manifest("models:\n  m: {run: x}\n", "forge.yaml").models[0].check_runs == 5);
   }
+  SUBCASE("compile_env: the environment of the compiled run; unset by default, {} allowed") {
+    const auto with = parse_manifest("models:\n  m: {run: x, compile_env: {COMPILE: '1'}}\n", "forge.yaml");
+    REQUIRE(with.models[0].compile_env.has_value());
+    CHECK(with.models[0].compile_env->at("COMPILE") == "1");
+    const auto empty = parse_manifest("models:\n  m: {run: x, compile_env: {}}\n", "forge.yaml");
+    REQUIRE(empty.models[0].compile_env.has_value());
+    CHECK(empty.models[0].compile_env->empty());
+    CHECK_FALSE(parse_manifest("models:\n  m: {run: x}\n", "forge.yaml").models[0].compile_env.has_value());
+    CHECK(manifest_error("models:\n  m: {run: x, compile_env: 1}\n").rfind("forge.yaml:2:28: 'compile_env' must be a map", 0) == 0);
+    CHECK(manifest_error("models:\n  m: {torchscript: m.pt, inputs: i.pt, compile_env: {}}\n")
+              .rfind("forge.yaml:2:40: 'compile_env' needs 'run'", 0) == 0);
+  }
   SUBCASE("inputs with run") {
     CHECK(manifest_error("models:\n  enc:\n    run: x\n    inputs: i.pt\n") ==
           "forge.yaml:4:5: 'inputs' is only allowed with 'torchscript'\n"
@@ -673,6 +685,8 @@ TEST_CASE("forge.yaml.example parses and shows the defaults") {
   CHECK(m.models[0].name == "resnet");
   CHECK_FALSE(m.models[0].run.empty());
   CHECK(m.models[0].workdir == defaults.dir);
+  REQUIRE(m.models[0].compile_env.has_value());
+  CHECK(m.models[0].compile_env->at("COMPILE") == "1");
   CHECK(m.models[1].name == "encoder");
   CHECK_FALSE(m.models[1].torchscript.empty());
   CHECK_FALSE(m.models[1].inputs.empty());

@@ -384,6 +384,84 @@ TEST_CASE("a model slower end to end with its kernels: they are left out, the re
   CHECK(run.out.find("loaded: no") != std::string::npos);
 }
 
+// A model whose cumsum runs compiled under APP_COMPILE=1 and reports 50 ms
+// more when forge's routes into compiled graphs are on (the library loaded and
+// no FORGE_COMPILE_POLICY=inductor): what a routed kernel that splits
+// Inductor's fusion does to a compiled model (PERF.md, the GroupNorm -> SiLU
+// module). On the CPU Inductor's cumsum is slower than stock's, so the op
+// comparison routes forge's kernel.
+const char* kCompiledApp = R"(import os, time, torch
+compiled = os.environ.get("APP_COMPILE") == "1"
+scan = lambda t: torch.cumsum(t, dim=1)
+f = torch.compile(scan) if compiled else scan
+x = torch.randn(64, 4096)
+y = f(x)
+t0 = time.perf_counter()
+for _ in range(3):
+    y = f(x)
+ms = (time.perf_counter() - t0) * 1e3
+routed = bool(os.environ.get("FORGE_LOAD_LIBS")) and os.environ.get("FORGE_COMPILE_POLICY") != "inductor"
+if compiled and routed:
+    ms += 50.0
+print(float(y.sum()))
+print("took %.4f ms" % ms)
+)";
+
+TEST_CASE("compile_env: a compiled run slower with forge's routes turns the model's routes off, its kernel stays") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  test::write_text(dir / "app.py", kCompiledApp);
+  test::write_text(dir / "forge.yaml",
+                   "models:\n  app: {run: python app.py, latency: 'took ([0-9.]+) ms', check_runs: 3, "
+                   "env: {OMP_NUM_THREADS: '1'}, compile_env: {APP_COMPILE: '1'}}\n"
+                   "targets: {ops: [cumsum], top: 0, min_share: 0}\nbudget: {iterations: 2}\n");
+  auto build = test::run_forge("--json build", dir.path());
+  INFO(build.out << build.err);
+  REQUIRE(build.exit_code == 0);
+  json r = json::parse(build.out);
+  REQUIRE(r["targets"].size() == 1);
+  const json& t = r["targets"][0];
+  REQUIRE_MESSAGE(t["accepted"].get<int>() >= 1, r["targets"].dump());
+  const json& pkg = r["package"];
+  // The eager verdict keeps the kernel: the package ships it.
+  CHECK(pkg["status"] == "ok");
+  CHECK(pkg["entries"] == 1);
+  CHECK(pkg["models"]["app"]["slower"] == false);
+  // The compiled run with the routes (the check that turned them off, kept
+  // under routes_off): its check run's cumsum calls in the compiled graph
+  // were the forged kernel, each matching stock; then 3 timed runs each way,
+  // every one slower with the routes. The package checked after it routes
+  // nothing, so its own record has no compiled run.
+  CHECK_FALSE(pkg["models"]["app"].contains("compiled"));
+  REQUIRE_MESSAGE(pkg.contains("routes_off"), "no compiled check (the op comparison routed nothing?): " << t.dump());
+  const json& c = pkg["routes_off"]["app"];
+  REQUIRE(c.is_object());
+  CHECK(c["status"] == "ok");
+  CHECK(c["forged_calls"].get<long>() >= 3);
+  CHECK(c["mismatches"] == 0);
+  CHECK(c["compared_stock"].size() == 3);
+  CHECK(c["compared_forged"].size() == 3);
+  CHECK(c["slower"] == true);
+  const std::string notes = r["notes"].dump();
+  CHECK(notes.find("app ran slower under torch.compile with forge's routes into compiled graphs") != std::string::npos);
+  CHECK(notes.find("compiled graphs keep Inductor's code for its 1 routed target(s)") != std::string::npos);
+  // The package ships Inductor's code for compiled graphs, and the target says why.
+  CHECK(t["under_compile"] == "inductor");
+  REQUIRE(t["under_compile_why"].is_string());
+  CHECK(t["under_compile_why"].get<std::string>().find("models.app's compiled run was slower") == 0);
+  const json entries = json::parse(test::read_text(dir / ".forge" / "package" / "package.json"))["entries"];
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0]["under_compile"] == "inductor");
+
+  // Unchanged: nothing reruns, the same package and verdict from the cached checks.
+  auto again = test::run_forge("--json build", dir.path());
+  REQUIRE(again.exit_code == 0);
+  json r2 = json::parse(again.out);
+  CHECK(r2["steps_run"] == 0);
+  CHECK(r2["package"]["digest"] == pkg["digest"]);
+  CHECK(r2["targets"][0]["under_compile"] == "inductor");
+}
+
 TEST_CASE("forge run without a package says to build first") {
   test::TempDir dir;
   test::write_text(dir / "forge.yaml", "models:\n  app: {run: python app.py}\n");
