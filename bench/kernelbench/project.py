@@ -9,7 +9,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def manifest(name, problem, scale, device, budget, seconds, top, max_input_mb, capture_timeout, build_seconds=0):
     """forge.yaml's text (forge.yaml.example has every field). One intra-op
-    thread on the CPU: forge's CPU kernels are single-threaded (docs/PACKAGE.md)."""
+    thread on the CPU: forge's CPU kernels are single-threaded (docs/PACKAGE.md).
+    compile_env: the build's end-to-end check also times the model compiled
+    (model_script.py's KB_COMPILE) with forge's routes off and on, and turns
+    routes off that made it slower."""
     env = "KB_ITERS: '5'" + (", OMP_NUM_THREADS: '1'" if device == "cpu" else "")
     return (f"# KernelBench {os.path.basename(problem)} at scale {scale:g}, written by bench/kernelbench/run.py\n"
             "models:\n"
@@ -18,6 +21,7 @@ def manifest(name, problem, scale, device, budget, seconds, top, max_input_mb, c
             f"    env: {{{env}}}\n"
             "    latency: '([0-9.]+) ms/iter'\n"
             "    check_runs: 3\n"
+            "    compile_env: {KB_COMPILE: default}\n"
             f"targets: {{top: {top}, min_share: 0.01}}\n"
             f"budget: {{iterations: {budget}, seconds: {seconds}, build_seconds: {build_seconds}}}\n"
             f"device: {{backend: {device}}}\n"

@@ -149,6 +149,7 @@ class Table(unittest.TestCase):
         self.assertIn("budget: {iterations: 5, seconds: 0, build_seconds: 216}", text)
         self.assertIn("device: {backend: cpu}", text)
         self.assertIn("OMP_NUM_THREADS: '1'", text)
+        self.assertIn("compile_env: {KB_COMPILE: default}", text)
 
 
 class Reasons(unittest.TestCase):
