@@ -166,17 +166,23 @@ static void print_package(const json& p) {
       std::printf("    %ld of the fallbacks were in a CPU kernel's family: torch had more intra-op threads than "
                   "stock had when the kernel beat it (`env: {OMP_NUM_THREADS: '1'}` in models.%s uses them)\n",
                   n, name.c_str());
-    if (const json c = m.value("compiled", json()); c.is_object() && c.value("status", "") == "ok")
+    if (const json c = m.value("compiled", json()); c.is_object() && !c.value("failed", false))
       std::printf("    under torch.compile (models.%s.compile_env): %ld forged calls; Inductor's code -> forge's "
                   "routes %s×, %s\n",
                   name.c_str(), c.value("forged_calls", 0L), fmt(c["speedup"], "%.2f").c_str(),
                   c.value("significant", false) ? "every routed run faster" : "within run-to-run noise");
   }
   const json routes_off = p.value("routes_off", json::object());
-  for (const auto& [name, c] : routes_off.items())
-    std::printf("  %s: under torch.compile forge's routes made it slower (%s×, every run slower): compiled "
-                "graphs keep Inductor's code for its targets\n",
-                name.c_str(), fmt(c["speedup"], "%.2f").c_str());
+  for (const auto& [name, c] : routes_off.items()) {
+    if (c.value("failed", false))
+      std::printf("  %s: its compiled run failed with forge's routes (%s): compiled graphs keep Inductor's code "
+                  "for its targets\n",
+                  name.c_str(), c.value("reason", "").c_str());
+    else
+      std::printf("  %s: under torch.compile forge's routes made it slower (%s×, every run slower): compiled "
+                  "graphs keep Inductor's code for its targets\n",
+                  name.c_str(), fmt(c["speedup"], "%.2f").c_str());
+  }
 }
 
 void print_build_report(const json& report) {

@@ -92,11 +92,17 @@ void PackageRule::apply(BuildContext& ctx) {
     for (const auto& m : newly_off) {
       routes_off.insert(m);
       const json& c = slower_routed[m] = ctx.package["models"][m]["compiled"];
-      const std::string figures = slower_figures(c);
-      const int n = route_off(ctx, m, "models." + m + "'s compiled run was slower with forge's routes (" + figures + ")");
+      const bool failed = c.value("failed", false);
+      const std::string what =
+          failed ? "failed with forge's routes into compiled graphs (" + c.value("reason", "") + ")"
+                 : "ran slower under torch.compile with forge's routes into compiled graphs (" + slower_figures(c) +
+                       ", every run slower)";
+      const int n = route_off(ctx, m,
+                              failed ? "models." + m + "'s compiled run failed with forge's routes"
+                                     : "models." + m + "'s compiled run was slower with forge's routes (" +
+                                           slower_figures(c) + ")");
       ctx.notes.push_back(
-          "package: " + m + " ran slower under torch.compile with forge's routes into compiled graphs (" + figures +
-          ", every run slower): " +
+          "package: " + m + (failed ? "'s compiled run (compile_env) " : " ") + what + ": " +
           (n ? "compiled graphs keep Inductor's code for its " + std::to_string(n) + " routed target(s)"
              : std::string("none of its targets is routed; other models' routes reach its graphs")));
     }
@@ -110,9 +116,8 @@ void PackageRule::apply(BuildContext& ctx) {
   }
   for (const auto& m : round.compile_slower)
     if (routes_off.count(m) && !round.empty && ctx.package["models"][m].contains("compiled"))
-      ctx.notes.push_back("package: " + m + " still ran slower under torch.compile with forge's routes (" +
-                          slower_figures(ctx.package["models"][m]["compiled"]) +
-                          "): other models' routes reach its graphs");
+      ctx.notes.push_back("package: " + m + "'s compiled run was still slower or failed with forge's routes: "
+                          "other models' routes reach its graphs");
   for (const auto& m : round.slower)
     if (left_out.count(m) && !round.empty)
       ctx.notes.push_back("package: " + m + " still ran slower with the package (" +

@@ -19,7 +19,8 @@ struct Verdicts {
   nlohmann::json checks = nlohmann::json::object();  // checks.json: per model, ok or why not
   std::set<std::string> slower;  // checked models found slower, left-out ones included
   // Models with compile_env whose compiled run was slower with forge's routes
-  // into compiled graphs than without (the library loaded in both runs).
+  // into compiled graphs than without (the library loaded in both runs), or
+  // failed with them (its record's reason says how).
   std::set<std::string> compile_slower;
   bool failed = false;           // a check failed (ctx.failed too, with a note)
 };
