@@ -59,6 +59,8 @@ json build_runtime(BuildContext& ctx, const fs::path& src, const fs::path& out,
   // configuring again (find_package(Torch) alone takes seconds) is skipped.
   const fs::path finished = out / "finished";
   if (have_all && fs::exists(finished)) return rec;
+  std::error_code ec;
+  fs::remove(finished, ec);  // a build stopped below leaves no stamp beside its products
   Command configure;
   configure.argv = {"cmake", "-S", src.string(), "-B", build.string(), "-G", "Ninja",
                     "-DCMAKE_BUILD_TYPE=Release",

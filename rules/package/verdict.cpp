@@ -257,11 +257,13 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
                              return c;
                            },
                            "under torch.compile with forge's routes"};
-      // A failed compiled run is a finding of this check (the routes go), not
-      // a failed build: the step's record stays "ok" and says "failed": true.
+      // A compiled run that did not finish is a finding of this check (the
+      // routes go), not a failed build: the step's record stays "ok" and says
+      // "failed": true. Forged outputs that differ from stock fail the build,
+      // as in the eager check.
       cspec.run = [&ctx, &m, compiled, runs] {
         json r = end_to_end(ctx, m, compiled, runs);
-        if (!record_ok(r)) r["status"] = "ok", r["failed"] = true;
+        if (!record_ok(r) && r.value("mismatches", 0L) == 0) r["status"] = "ok", r["failed"] = true;
         return r;
       };
       if (auto c = ctx.step(cspec, m.name)) {
@@ -272,7 +274,15 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
         // A compiled run that failed (or whose forged calls differed from
         // stock) confirms no route: the model's routes go, as for a slower
         // one, and its eager verdict stands.
-        if (crec.value("failed", false) || crec["slower"].get<bool>()) out.compile_slower.insert(m.name);
+        if (!record_ok(crec)) {
+          ctx.failed = out.failed = true;
+          ctx.notes.push_back("package: end-to-end check of " + m.name + " under torch.compile failed: " +
+                              crec.value("reason", ""));
+          rec["status"] = "failed";  // `forge run` refuses the package (checks.json)
+          rec["reason"] = "under torch.compile: " + crec.value("reason", "");
+        } else if (crec.value("failed", false) || crec["slower"].get<bool>()) {
+          out.compile_slower.insert(m.name);
+        }
         rec["compiled"] = crec;
       }
     }

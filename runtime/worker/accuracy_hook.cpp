@@ -9,6 +9,12 @@ std::vector<at::Tensor> reference_float64(const OpSpec& spec, const std::vector<
   return call_reference64(spec, args);
 }
 
+bool small_for_float64(const std::vector<at::Tensor>& outputs) {
+  for (const auto& t : outputs)
+    if (t.defined() && !t.is_cpu() && t.numel() > kHostCompareLimit) return false;
+  return true;
+}
+
 std::optional<Mismatch> accuracy_against_float64(const Family& family, const json& family_json, const at::Tensor& out, const at::Tensor& stock,
                                                  const at::Tensor& ref64, const std::string& label,
                                                  const std::string& where, json* record, int64_t first,

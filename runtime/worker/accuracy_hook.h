@@ -12,6 +12,11 @@ namespace forge::worker {
 // The op evaluated in float64 on the same inputs; empty when it has no float64 path.
 std::vector<at::Tensor> reference_float64(const OpSpec& spec, const std::vector<c10::IValue>& args);
 
+// Whether a float64 evaluation of these outputs may be made outside the
+// memory plan: host outputs, or device outputs of at most kHostCompareLimit
+// elements each (compare.h).
+bool small_for_float64(const std::vector<at::Tensor>& outputs);
+
 // The candidate's error against ref64 compared with the stock kernel's error
 // (targets/<family>/family.yaml `accuracy:`, in `family_json`; `family` is
 // the same family parsed); *record collects the worst ratio. first/count:

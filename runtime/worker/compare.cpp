@@ -215,7 +215,8 @@ std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Te
     }
     if (float64 && !ref64_flat.defined()) {
       const at::Tensor r64 = float64();
-      if (r64.defined() && r64.numel() == n) ref64_flat = r64.detach().reshape(-1);
+      if (r64.defined() && r64.sizes() == ref.sizes() && at::isFloatingType(r64.scalar_type()))
+        ref64_flat = r64.detach().reshape(-1);
     }
     const at::Tensor r64c = ref64_flat.defined() ? ref64_flat.narrow(0, c0, len) : at::Tensor();
     if (auto m = compare_elements(oc, rc, r64c, c0, ref.sizes(), tol, prefix, where, stats)) return m;
