@@ -93,18 +93,17 @@ void PackageRule::apply(BuildContext& ctx) {
       routes_off.insert(m);
       const json& c = slower_routed[m] = ctx.package["models"][m]["compiled"];
       const bool failed = c.value("failed", false);
-      const std::string what =
-          failed ? "failed with forge's routes into compiled graphs (" + c.value("reason", "") + ")"
-                 : "ran slower under torch.compile with forge's routes into compiled graphs (" + slower_figures(c) +
-                       ", every run slower)";
+      const std::string figures = failed ? "" : slower_figures(c);
+      // The compiled check runs only for a model with a routed target, so n >= 1.
       const int n = route_off(ctx, m,
                               failed ? "models." + m + "'s compiled run failed with forge's routes"
-                                     : "models." + m + "'s compiled run was slower with forge's routes (" +
-                                           slower_figures(c) + ")");
-      ctx.notes.push_back(
-          "package: " + m + (failed ? "'s compiled run (compile_env) " : " ") + what + ": " +
-          (n ? "compiled graphs keep Inductor's code for its " + std::to_string(n) + " routed target(s)"
-             : std::string("none of its targets is routed; other models' routes reach its graphs")));
+                                     : "models." + m + "'s compiled run was slower with forge's routes (" + figures + ")");
+      ctx.notes.push_back("package: " + m +
+                          (failed ? "'s compiled run (compile_env) failed with forge's routes into compiled graphs (" +
+                                        c.value("reason", "") + ")"
+                                  : " ran slower under torch.compile with forge's routes into compiled graphs (" +
+                                        figures + ", every run slower)") +
+                          ": compiled graphs keep Inductor's code for its " + std::to_string(n) + " routed target(s)");
     }
     if (newly.empty() && newly_off.empty()) break;
     for (const auto& m : newly) {
@@ -114,10 +113,6 @@ void PackageRule::apply(BuildContext& ctx) {
                           slower_figures(dropped[m]) + ", every run slower): its kernels are left out of the package");
     }
   }
-  for (const auto& m : round.compile_slower)
-    if (routes_off.count(m) && !round.empty && ctx.package["models"][m].contains("compiled"))
-      ctx.notes.push_back("package: " + m + "'s compiled run was still slower or failed with forge's routes: "
-                          "other models' routes reach its graphs");
   for (const auto& m : round.slower)
     if (left_out.count(m) && !round.empty)
       ctx.notes.push_back("package: " + m + " still ran slower with the package (" +

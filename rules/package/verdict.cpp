@@ -271,9 +271,9 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
         crec["slower"] = record_slower(crec);
         crec["sides"] = "compiled graphs on Inductor's code (stock_*) and with forge's routes (forged_*), "
                         "the library loaded in both";
-        // A compiled run that failed (or whose forged calls differed from
-        // stock) confirms no route: the model's routes go, as for a slower
-        // one, and its eager verdict stands.
+        // Mismatches fail the build; a run that did not finish, or a slower
+        // one, takes the model's routes away (PackageRule), its eager verdict
+        // standing.
         if (!record_ok(crec)) {
           ctx.failed = out.failed = true;
           ctx.notes.push_back("package: end-to-end check of " + m.name + " under torch.compile failed: " +
