@@ -14,7 +14,11 @@ b = json.load(open(sys.argv[1]))
 for c in b.get("chains", []):
     if c.get("search") or c.get("whole_forward"):
         print("chain", c["ops"], c.get("module"), (c.get("why") or "")[:160], json.dumps(c.get("search")))
-print("package", json.dumps({k: v for k, v in (b.get("package") or {}).items() if k in ("status", "entries")}))
+pk = b.get("package") or {}
+print("package", json.dumps({k: v for k, v in pk.items() if k in ("status", "entries")}))
+for m, r in (pk.get("models") or {}).items():
+    print("compiled A/B", m, json.dumps(r.get("compiled")))
+print("routes_off", json.dumps(pk.get("routes_off")))
 PY
 cd $P
 for mode in eager compile; do
