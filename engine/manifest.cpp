@@ -473,6 +473,12 @@ class ManifestParser {
       if (!is_env_name(var.key)) {
         fail(var.key_node, "'" + var.key + "' is not a valid environment variable name");
       }
+      // forge sets FORGE_* itself (capture, package checks, the compiled A/B's policy); a manifest
+      // value would override it or be overridden, and could make both sides of an A/B the same.
+      if (var.key.rfind("FORGE_", 0) == 0) {
+        fail(var.key_node, "'" + var.key + "': FORGE_* variables are set by forge itself and cannot be set in '" +
+                               e.key + "'");
+      }
       env[var.key] = string_value(var);
     }
     return env;

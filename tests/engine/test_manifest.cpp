@@ -230,6 +230,16 @@ TEST_CASE("env maps") {
         "forge.yaml:5:10: 'A' must be a string, got a list\n"
         "      A: [1]\n"
         "         ^");
+  CHECK(manifest_error("models:\n  m:\n    run: ./go\n    env: {FORGE_COMPILE_POLICY: inductor}\n") ==
+        "forge.yaml:4:11: 'FORGE_COMPILE_POLICY': FORGE_* variables are set by forge itself and cannot be set in "
+        "'env'\n"
+        "    env: {FORGE_COMPILE_POLICY: inductor}\n"
+        "          ^");
+  CHECK(manifest_error("models:\n  m: {run: x, compile_env: {C: '1', FORGE_LOAD_LIBS: a.so}}\n")
+            .rfind("forge.yaml:2:37: 'FORGE_LOAD_LIBS': FORGE_* variables are set by forge itself and cannot be set "
+                   "in 'compile_env'", 0) == 0);
+  CHECK(parse_manifest("models:\n  m: {run: x, env: {FORGED: '1', MY_FORGE_X: '2'}}\n", "forge.yaml").models[0].env.size() ==
+        2);
   CHECK(manifest_error("models:\n  m:\n    run: ./go\n    env: [A=1]\n") ==
         "forge.yaml:4:10: 'env' must be a map\n"
         "    env: [A=1]\n"
