@@ -176,11 +176,11 @@ static void print_package(const json& p) {
   for (const auto& [name, c] : routes_off.items()) {
     if (c.value("failed", false))
       std::printf("  %s: its compiled run failed with forge's routes (%s): compiled graphs keep Inductor's code "
-                  "for its targets\n",
+                  "for the routed targets that reach it\n",
                   name.c_str(), c.value("reason", "").c_str());
     else
       std::printf("  %s: under torch.compile forge's routes made it slower (%s×, every run slower): compiled "
-                  "graphs keep Inductor's code for its targets\n",
+                  "graphs keep Inductor's code for the routed targets that reach it\n",
                   name.c_str(), fmt(c["speedup"], "%.2f").c_str());
   }
 }

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <map>
 #include <set>
 
 #include "rules/package/assembly.h"
@@ -26,8 +27,9 @@ struct Round {
   std::string digest;
   fs::path lib;  // the library the checks ran with
   json checks = json::object();
-  std::set<std::string> slower;  // checked models found slower, left-out ones included
-  std::set<std::string> compile_slower;  // compiled runs slower with forge's routes (verdict.h)
+  std::set<std::string> slower;             // checked models with kernels of their own found slower
+  std::set<std::string> slower_by_others;   // checked models without (verdict.h)
+  std::map<std::string, std::set<std::string>> compile_slower;  // model -> the routes that go (verdict.h)
   bool failed = false;           // a check of this round failed
 };
 
@@ -42,18 +44,19 @@ Round package_round(BuildContext& ctx, const std::set<std::string>& left_out, co
   Verdicts verdicts = check_package(ctx, assembly, left_out);
   round.checks = std::move(verdicts.checks);
   round.slower = std::move(verdicts.slower);
+  round.slower_by_others = std::move(verdicts.slower_by_others);
   round.compile_slower = std::move(verdicts.compile_slower);
   round.failed = verdicts.failed;
   return round;
 }
 
-// Compiled graphs keep Inductor's code for every target of `model` (single
-// ops and chains) that the package routed; returns how many were.
-int route_off(BuildContext& ctx, const std::string& model, const std::string& why) {
+// Compiled graphs keep Inductor's code for the targets `ids` (single ops and
+// chains) still routed; returns how many were.
+int route_off(BuildContext& ctx, const std::set<std::string>& ids, const std::string& why) {
   int n = 0;
   for (auto* list : {&ctx.targets, &ctx.chain_targets})
     for (Target& t : *list)
-      if (t.model == model && t.under_compile == "forge") {
+      if (ids.count(t.id) && t.under_compile == "forge") {
         t.under_compile = "inductor";
         t.under_compile_why = why;
         ++n;
@@ -75,37 +78,41 @@ void PackageRule::apply(BuildContext& ctx) {
   const fs::path dir = package_dir(ctx.manifest);
   const fs::path staged = dir.string() + ".new-" + std::to_string(::getpid());
   std::error_code ec;
-  std::set<std::string> left_out, routes_off;
+  std::set<std::string> left_out;
   json dropped = json::object();
   json slower_routed = json::object();  // the compiled checks that turned routes off
   Round round;
   for (;;) {
     round = package_round(ctx, left_out, staged);
     if (round.empty || round.failed || ctx.stopped || ctx.options.dry_run) break;
-    std::set<std::string> newly, newly_off;
+    std::set<std::string> newly;
     for (const auto& m : round.slower)
       if (!left_out.count(m)) newly.insert(m);
-    // A compiled run slower with the routes: this model's routes go; its
-    // kernels stay for eager calls (the eager verdict judges those).
-    for (const auto& m : round.compile_slower)
-      if (!routes_off.count(m) && !newly.count(m)) newly_off.insert(m);
-    for (const auto& m : newly_off) {
-      routes_off.insert(m);
-      const json& c = slower_routed[m] = ctx.package["models"][m]["compiled"];
+    // A compiled run slower with the routes: the routes that reach the model
+    // go (its own and other models' of the same signatures); the kernels stay
+    // for eager calls (the eager verdict judges those). Each such round turns
+    // at least one route off, so the loop ends.
+    bool turned_off = false;
+    for (const auto& [m, ids] : round.compile_slower) {
+      if (newly.count(m)) continue;
+      const json& c = ctx.package["models"][m]["compiled"];
       const bool failed = c.value("failed", false);
       const std::string figures = failed ? "" : slower_figures(c);
-      // The compiled check runs only for a model with a routed target, so n >= 1.
-      const int n = route_off(ctx, m,
+      const int n = route_off(ctx, ids,
                               failed ? "models." + m + "'s compiled run failed with forge's routes"
                                      : "models." + m + "'s compiled run was slower with forge's routes (" + figures + ")");
+      if (n == 0) continue;
+      turned_off = true;
+      slower_routed[m] = c;
       ctx.notes.push_back("package: " + m +
                           (failed ? "'s compiled run (compile_env) failed with forge's routes into compiled graphs (" +
                                         c.value("reason", "") + ")"
                                   : " ran slower under torch.compile with forge's routes into compiled graphs (" +
                                         figures + ", every run slower)") +
-                          ": compiled graphs keep Inductor's code for its " + std::to_string(n) + " routed target(s)");
+                          ": compiled graphs keep Inductor's code for the " + std::to_string(n) +
+                          " routed target(s) that reach it");
     }
-    if (newly.empty() && newly_off.empty()) break;
+    if (newly.empty() && !turned_off) break;
     for (const auto& m : newly) {
       dropped[m] = ctx.package["models"][m];
       left_out.insert(m);
@@ -113,9 +120,9 @@ void PackageRule::apply(BuildContext& ctx) {
                           slower_figures(dropped[m]) + ", every run slower): its kernels are left out of the package");
     }
   }
-  for (const auto& m : round.slower)
-    if (left_out.count(m) && !round.empty)
-      ctx.notes.push_back("package: " + m + " still ran slower with the package (" +
+  for (const auto& m : round.slower_by_others)
+    if (!round.empty)
+      ctx.notes.push_back("package: " + m + (left_out.count(m) ? " still ran" : " ran") + " slower with the package (" +
                           slower_figures(ctx.package["models"][m]) +
                           "): other models' kernels override ops it calls");
   if (round.empty) {

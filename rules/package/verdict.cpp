@@ -186,6 +186,22 @@ bool ran_slower(const std::vector<double>& stock, const std::vector<double>& for
   return every && median(forged) > 0 && median(stock) / median(forged) < 0.99;
 }
 
+std::vector<const Target*> reaching_targets(const BuildContext& ctx, const Assembly& assembly,
+                                            const std::string& model) {
+  // A single op's guard may take other extents than the captured one
+  // (vary_max), so any call of its op counts; a chain matches its signature.
+  auto key = [](const Target& t) { return t.chain.is_null() ? t.op : t.signature; };
+  std::set<std::string> captured;
+  for (const auto* list : {&ctx.targets, &ctx.not_selected, &ctx.chain_targets})
+    for (const Target& t : *list)
+      if (t.model == model) captured.insert(key(t));
+  std::vector<const Target*> out;
+  for (const auto& [owner, targets] : assembly.forged_by_model)
+    for (const Target* t : targets)
+      if (owner == model || captured.count(key(*t))) out.push_back(t);
+  return out;
+}
+
 Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::set<std::string>& left_out) {
   Verdicts out;
   const auto& forged_by_model = assembly.forged_by_model;
@@ -195,7 +211,8 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
   out.checks = {{"digest", assembly.digest}, {"models", json::object()}};
   for (const auto& m : ctx.manifest.models) {
     auto it = forged_by_model.find(m.name);
-    if (it == forged_by_model.end() && !left_out.count(m.name)) continue;
+    const std::vector<const Target*> reaching = reaching_targets(ctx, assembly, m.name);
+    if (reaching.empty() && !left_out.count(m.name)) continue;
     // Amdahl from capture: the bound if each forged op ran at its measured speedup.
     double saved = 0;
     if (it != forged_by_model.end())
@@ -235,16 +252,16 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
       ctx.failed = out.failed = true;
       ctx.notes.push_back("package: end-to-end check of " + m.name + " failed: " + rec.value("reason", ""));
     }
-    if (rec["slower"].get<bool>()) out.slower.insert(m.name);
+    if (rec["slower"].get<bool>()) (it != forged_by_model.end() ? out.slower : out.slower_by_others).insert(m.name);
     // Under torch.compile (models.NAME.compile_env): the library loaded on
     // both sides, forge's routes into compiled graphs off (FORGE_COMPILE_POLICY
     // =inductor) against on (the package's choices). A kernel faster than
     // Inductor's code for its op alone can lose to Inductor's fusion of it
     // with its neighbours (docs/PACKAGE.md), which only this run sees.
-    const bool routed = it != forged_by_model.end() &&
-                        std::any_of(it->second.begin(), it->second.end(),
-                                    [](const Target* t) { return t->under_compile == "forge"; });
-    if (m.compile_env && routed && record_ok(rec)) {
+    std::set<std::string> routed;  // reaching targets routed into compiled graphs
+    for (const Target* t : reaching)
+      if (t->under_compile == "forge") routed.insert(t->id);
+    if (m.compile_env && !routed.empty() && record_ok(rec)) {
       StepSpec cspec = spec;
       cspec.name = "e2e-compile/" + m.name;
       cspec.label = m.name + " under torch.compile";
@@ -281,7 +298,7 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
           rec["status"] = "failed";  // `forge run` refuses the package (checks.json)
           rec["reason"] = "under torch.compile: " + crec.value("reason", "");
         } else if (crec.value("failed", false) || crec["slower"].get<bool>()) {
-          out.compile_slower.insert(m.name);
+          out.compile_slower[m.name] = routed;
         }
         rec["compiled"] = crec;
       }

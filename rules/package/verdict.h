@@ -5,8 +5,10 @@
 // (ran_slower, package.h). The assembly it judges is assembly.h.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,20 +19,29 @@ namespace forge {
 
 struct Verdicts {
   nlohmann::json checks = nlohmann::json::object();  // checks.json: per model, ok or why not
-  std::set<std::string> slower;  // checked models found slower, left-out ones included
+  std::set<std::string> slower;  // checked models with kernels of their own found slower
+  // Checked models with no kernel of their own in the package (left out, or
+  // reached only through other models' kernels) found slower.
+  std::set<std::string> slower_by_others;
   // Models with compile_env whose compiled run was slower with forge's routes
   // into compiled graphs than without (the library loaded in both runs), or
-  // failed with them (its record's reason says how).
-  std::set<std::string> compile_slower;
+  // failed with them (its record's reason says how), each with the routed
+  // targets that reach it: the routes that go.
+  std::map<std::string, std::set<std::string>> compile_slower;
   bool failed = false;           // a check failed (ctx.failed too, with a note)
 };
 
-// Checks every model with a forged target in `assembly`, and the left-out
-// ones (other models' kernels may override the same ops); the records go to
-// ctx.package["models"]. A model with compile_env and a target routed into
-// compiled graphs also gets a check of its compiled run, routes off against
-// on, in the record's "compiled".
+// Checks every model a kernel of `assembly` can reach (reaching_targets) and
+// the left-out ones; the records go to ctx.package["models"]. A model with
+// compile_env that a routed target reaches also gets a check of its compiled
+// run, routes off against on, in the record's "compiled".
 Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::set<std::string>& left_out);
+
+// The packaged targets whose kernels can run in `model`: its own, and other
+// models' whose op (a chain's signature) its capture recorded too: overrides
+// and routes match a call by its arguments, whichever model the target came from.
+std::vector<const Target*> reaching_targets(const BuildContext& ctx, const Assembly& assembly,
+                                            const std::string& model);
 
 // "stock -> forged, speedup" of a check record, for notes.
 std::string slower_figures(const nlohmann::json& record);

@@ -384,19 +384,26 @@ TEST_CASE("a model slower end to end with its kernels: they are left out, the re
   CHECK(run.out.find("loaded: no") != std::string::npos);
 }
 
-// A model whose cumsum runs compiled under APP_COMPILE=1 and reports 50 ms
-// more when forge's routes into compiled graphs are on (the library loaded and
-// no FORGE_COMPILE_POLICY=inductor): what a routed kernel that splits
-// Inductor's fusion does to a compiled model (PERF.md, the GroupNorm -> SiLU
-// module). On the CPU Inductor's cumsum is slower than stock's, so the op
-// comparison routes forge's kernel. Run eagerly it reports a fixed figure:
-// three hot cumsums are as fast with the kernel as without, and this test is
-// not about the eager verdict (a tie is never "slower").
-const char* kCompiledApp = R"(import os, time, torch
-compiled = os.environ.get("APP_COMPILE") == "1"
+// Two models calling the same cumsum (one signature). "app" runs it alone and
+// has the target; in "other" a matrix product takes most of the op time, so
+// its own cumsum target is below min_share and unforged, yet app's kernel and
+// route reach its calls (they match by signature). Under OTHER_COMPILE=1
+// other's cumsum runs compiled and it reports 50 ms more when forge's routes
+// into compiled graphs are on (the library loaded and no
+// FORGE_COMPILE_POLICY=inductor): what a routed kernel that splits Inductor's
+// fusion does to a compiled model (PERF.md, the GroupNorm -> SiLU module). On
+// the CPU Inductor's cumsum is slower than stock's, so the op comparison
+// routes forge's kernel. Run eagerly both report a fixed figure: three hot
+// cumsums are as fast with the kernel as without, and this test is not about
+// the eager verdict (a tie is never "slower").
+const char* kCumsumApp = R"(import os, time, torch
+compiled = os.environ.get("OTHER_COMPILE") == "1"
 scan = lambda t: torch.cumsum(t, dim=1)
 f = torch.compile(scan) if compiled else scan
 x = torch.randn(64, 4096)
+if os.environ.get("APP_MM") == "1":
+    a = torch.randn(768, 768)
+    float((a @ a).sum())
 y = f(x)
 t0 = time.perf_counter()
 for _ in range(3):
@@ -409,34 +416,43 @@ print(float(y.sum()))
 print("took %.4f ms" % ms)
 )";
 
-TEST_CASE("compile_env: a compiled run slower with forge's routes turns the model's routes off, its kernel stays") {
+TEST_CASE("compile_env: a compiled run slower with the routes that reach it turns them off, the kernels stay") {
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
-  test::write_text(dir / "app.py", kCompiledApp);
+  test::write_text(dir / "app.py", kCumsumApp);
   test::write_text(dir / "forge.yaml",
-                   "models:\n  app: {run: python app.py, latency: 'took ([0-9.]+) ms', check_runs: 3, "
-                   "env: {OMP_NUM_THREADS: '1'}, compile_env: {APP_COMPILE: '1'}}\n"
-                   "targets: {ops: [cumsum], top: 0, min_share: 0}\nbudget: {iterations: 2}\n");
+                   "models:\n"
+                   "  app: {run: python app.py, latency: 'took ([0-9.]+) ms', check_runs: 3, "
+                   "env: {OMP_NUM_THREADS: '1'}}\n"
+                   "  other: {run: python app.py, latency: 'took ([0-9.]+) ms', check_runs: 3, "
+                   "env: {OMP_NUM_THREADS: '1', APP_MM: '1'}, compile_env: {OTHER_COMPILE: '1'}}\n"
+                   "targets: {ops: [cumsum], top: 0, min_share: 0.25}\nbudget: {iterations: 2}\n");
   auto build = test::run_forge("--json build", dir.path());
   INFO(build.out << build.err);
   REQUIRE(build.exit_code == 0);
   json r = json::parse(build.out);
-  REQUIRE(r["targets"].size() == 1);
+  // Only app's cumsum is searched (other's is a few percent of its op time).
+  REQUIRE_MESSAGE(r["targets"].size() == 1, r["targets"].dump());
   const json& t = r["targets"][0];
+  REQUIRE(t["model"] == "app");
   REQUIRE_MESSAGE(t["accepted"].get<int>() >= 1, r["targets"].dump());
   const json& pkg = r["package"];
-  // The eager verdict keeps the kernel: the package ships it.
+  // The eager verdicts keep the kernel: the package ships it. "other" has no
+  // kernel of its own, and is checked because app's reaches its calls.
   CHECK(pkg["status"] == "ok");
   CHECK(pkg["entries"] == 1);
   CHECK(pkg["models"]["app"]["slower"] == false);
-  // The compiled run with the routes (the check that turned them off, kept
-  // under routes_off): its check run's cumsum calls in the compiled graph
-  // were the forged kernel, each matching stock; then 3 timed runs each way,
-  // every one slower with the routes. The package checked after it routes
-  // nothing, so its own record has no compiled run.
+  REQUIRE(pkg["models"].contains("other"));
+  CHECK(pkg["models"]["other"]["forged_calls"].get<long>() >= 4);
+  // other's compiled run with the routes (the check that turned app's route
+  // off, kept under routes_off): its check run's cumsum calls in the compiled
+  // graph were the forged kernel, each matching stock; then 3 timed runs each
+  // way, every one slower with the routes. The package checked after it
+  // routes nothing, so neither record has a compiled run.
+  CHECK_FALSE(pkg["models"]["other"].contains("compiled"));
   CHECK_FALSE(pkg["models"]["app"].contains("compiled"));
   REQUIRE_MESSAGE(pkg.contains("routes_off"), "no compiled check (the op comparison routed nothing?): " << t.dump());
-  const json& c = pkg["routes_off"]["app"];
+  const json& c = pkg["routes_off"]["other"];
   REQUIRE(c.is_object());
   CHECK(c["status"] == "ok");
   CHECK(c["forged_calls"].get<long>() >= 3);
@@ -445,12 +461,14 @@ TEST_CASE("compile_env: a compiled run slower with forge's routes turns the mode
   CHECK(c["compared_forged"].size() == 3);
   CHECK(c["slower"] == true);
   const std::string notes = r["notes"].dump();
-  CHECK(notes.find("app ran slower under torch.compile with forge's routes into compiled graphs") != std::string::npos);
-  CHECK(notes.find("compiled graphs keep Inductor's code for its 1 routed target(s)") != std::string::npos);
-  // The package ships Inductor's code for compiled graphs, and the target says why.
+  CHECK(notes.find("other ran slower under torch.compile with forge's routes into compiled graphs") !=
+        std::string::npos);
+  CHECK(notes.find("compiled graphs keep Inductor's code for the 1 routed target(s) that reach it") !=
+        std::string::npos);
+  // The package ships Inductor's code for compiled graphs, and app's target says why.
   CHECK(t["under_compile"] == "inductor");
   REQUIRE(t["under_compile_why"].is_string());
-  CHECK(t["under_compile_why"].get<std::string>().find("models.app's compiled run was slower") == 0);
+  CHECK(t["under_compile_why"].get<std::string>().find("models.other's compiled run was slower") == 0);
   const json entries = json::parse(test::read_text(dir / ".forge" / "package" / "package.json"))["entries"];
   REQUIRE(entries.size() == 1);
   CHECK(entries[0]["under_compile"] == "inductor");
@@ -461,11 +479,11 @@ TEST_CASE("compile_env: a compiled run slower with forge's routes turns the mode
   json r2 = json::parse(again.out);
   CHECK(r2["steps_run"] == 0);
   CHECK(r2["package"]["digest"] == pkg["digest"]);
-  CHECK(r2["targets"][0]["under_compile"] == "inductor");
+  CHECK(r2["package"]["routes_off"].contains("other"));
 
   // A compiled run that fails with the routes confirms none: they go too,
   // the build succeeds and the eager kernel still ships.
-  test::write_text(dir / "app.py", std::string(kCompiledApp) + "if compiled and routed:\n    raise SystemExit(3)\n");
+  test::write_text(dir / "app.py", std::string(kCumsumApp) + "if compiled and routed:\n    raise SystemExit(3)\n");
   auto broken = test::run_forge("--json build", dir.path());
   INFO(broken.out << broken.err);
   REQUIRE(broken.exit_code == 0);
@@ -473,11 +491,12 @@ TEST_CASE("compile_env: a compiled run slower with forge's routes turns the mode
   CHECK(r3["ok"] == true);
   CHECK(r3["package"]["status"] == "ok");
   CHECK(r3["package"]["entries"] == 1);
-  CHECK(r3["package"]["routes_off"]["app"]["failed"] == true);
-  CHECK(r3["package"]["routes_off"]["app"]["reason"].get<std::string>().find("exit code 3") != std::string::npos);
-  CHECK(r3["targets"][0]["under_compile"] == "inductor");
-  CHECK(r3["targets"][0]["under_compile_why"] == "models.app's compiled run failed with forge's routes");
-  CHECK(r3["notes"].dump().find("app's compiled run (compile_env) failed with forge's routes") != std::string::npos);
+  CHECK(r3["package"]["routes_off"]["other"]["failed"] == true);
+  CHECK(r3["package"]["routes_off"]["other"]["reason"].get<std::string>().find("exit code 3") != std::string::npos);
+  const json& t3 = r3["targets"][0];
+  CHECK(t3["under_compile"] == "inductor");
+  CHECK(t3["under_compile_why"] == "models.other's compiled run failed with forge's routes");
+  CHECK(r3["notes"].dump().find("other's compiled run (compile_env) failed with forge's routes") != std::string::npos);
 }
 
 TEST_CASE("forge run without a package says to build first") {
