@@ -37,6 +37,10 @@ Family parse_family(const json& fam) {
     }
     if (fam.contains("signature_family")) f.sig = family::parse(fam["signature_family"]);
     if (fam.contains("tolerance") && fam["tolerance"].is_object()) f.tolerance = fam["tolerance"];
+    if (fam.contains("compare_float64")) {
+      if (!fam["compare_float64"].is_boolean()) fail("family.compare_float64 must be true or false");
+      f.compare_float64 = fam["compare_float64"].get<bool>();
+    }
   } catch (const json::exception& e) {
     fail(std::string("malformed \"family\": ") + e.what());
   }

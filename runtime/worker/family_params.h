@@ -33,6 +33,9 @@ struct Family {
   // random values (verify.keep_args: a chain's Python numbers, eps and factors).
   std::vector<int> keep_args;
   json tolerance = json::object();
+  // compare_float64 (compare.h): an element outside the tolerance of stock
+  // passes when inside it of the op's float64 evaluation.
+  bool compare_float64 = false;
 };
 
 // Reads the request's "family" (null: the defaults). Throws RequestError when

@@ -22,7 +22,7 @@ std::optional<Failure> check_results(Judge& j, const CallSet& cs, const std::vec
   const bool multi = ref.size() > 1;
   // The family's compare_float64 (compare.h): the float64 outputs, ref64 or,
   // without it, later64's, made only if some element needs them.
-  const bool second_chance = j.family_json.is_object() && j.family_json.value("compare_float64", false);
+  const bool second_chance = j.family.compare_float64;
   std::optional<std::vector<at::Tensor>> made64;
   auto float64_output = [&](size_t k) -> at::Tensor {
     if (k < ref64.size()) return ref64[k];
