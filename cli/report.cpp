@@ -173,15 +173,22 @@ static void print_package(const json& p) {
                   c.value("significant", false) ? "every routed run faster" : "within run-to-run noise");
   }
   const json routes_off = p.value("routes_off", json::object());
-  for (const auto& [name, c] : routes_off.items()) {
+  for (const auto& [name, checks] : routes_off.items())
+  for (const auto& c : checks) {
+    std::string off;
+    for (const auto& id : c.value("turned_off", json::array())) off += (off.empty() ? "" : ", ") + id.get<std::string>();
     if (c.value("failed", false))
       std::printf("  %s: its compiled run failed with forge's routes (%s): compiled graphs keep Inductor's code "
-                  "for the routed targets that reach it\n",
-                  name.c_str(), c.value("reason", "").c_str());
+                  "for %s\n",
+                  name.c_str(), c.value("reason", "").c_str(), off.c_str());
     else
       std::printf("  %s: under torch.compile forge's routes made it slower (%s×, every run slower): compiled "
-                  "graphs keep Inductor's code for the routed targets that reach it\n",
-                  name.c_str(), fmt(c["speedup"], "%.2f").c_str());
+                  "graphs keep Inductor's code for %s\n",
+                  name.c_str(), fmt(c["speedup"], "%.2f").c_str(), off.c_str());
+    for (const auto& row : c.value("per_route", json::array()))
+      std::printf("    with only %s routed: %s\n", row.value("target", "").c_str(),
+                  row.value("status", "") != "ok" ? ("failed: " + row.value("reason", "")).c_str()
+                                                   : (fmt(row["speedup"], "%.2f") + "× Inductor's code").c_str());
   }
 }
 

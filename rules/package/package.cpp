@@ -6,6 +6,7 @@
 
 #include <map>
 #include <set>
+#include <vector>
 
 #include "rules/package/assembly.h"
 #include "rules/package/verdict.h"
@@ -51,17 +52,17 @@ Round package_round(BuildContext& ctx, const std::set<std::string>& left_out, co
 }
 
 // Compiled graphs keep Inductor's code for the targets `ids` (single ops and
-// chains) still routed; returns how many were.
-int route_off(BuildContext& ctx, const std::set<std::string>& ids, const std::string& why) {
-  int n = 0;
+// chains) still routed; returns those that were.
+std::vector<std::string> route_off(BuildContext& ctx, const std::set<std::string>& ids, const std::string& why) {
+  std::vector<std::string> off;
   for (auto* list : {&ctx.targets, &ctx.chain_targets})
     for (Target& t : *list)
       if (ids.count(t.id) && t.under_compile == "forge") {
         t.under_compile = "inductor";
         t.under_compile_why = why;
-        ++n;
+        off.push_back(t.id);
       }
-  return n;
+  return off;
 }
 
 }  // namespace
@@ -80,7 +81,7 @@ void PackageRule::apply(BuildContext& ctx) {
   std::error_code ec;
   std::set<std::string> left_out;
   json dropped = json::object();
-  json slower_routed = json::object();  // the compiled checks that turned routes off
+  json slower_routed = json::object();  // per model, the compiled checks that turned routes off, in order
   Round round;
   for (;;) {
     round = package_round(ctx, left_out, staged);
@@ -98,19 +99,24 @@ void PackageRule::apply(BuildContext& ctx) {
       const json& c = ctx.package["models"][m]["compiled"];
       const bool failed = c.value("failed", false);
       const std::string figures = failed ? "" : slower_figures(c);
-      const int n = route_off(ctx, ids,
-                              failed ? "models." + m + "'s compiled run failed with forge's routes"
-                                     : "models." + m + "'s compiled run was slower with forge's routes (" + figures + ")");
-      if (n == 0) continue;
+      const auto off = route_off(ctx, ids,
+                                 failed ? "models." + m + "'s compiled run failed with forge's routes"
+                                        : "models." + m + "'s compiled run was slower with forge's routes (" +
+                                              figures + ")");
+      if (off.empty()) continue;
       turned_off = true;
-      slower_routed[m] = c;
+      json record = c;
+      record["turned_off"] = off;
+      slower_routed[m].push_back(std::move(record));
+      std::string names;
+      for (const auto& id : off) names += (names.empty() ? "" : ", ") + id;
       ctx.notes.push_back("package: " + m +
                           (failed ? "'s compiled run (compile_env) failed with forge's routes into compiled graphs (" +
                                         c.value("reason", "") + ")"
                                   : " ran slower under torch.compile with forge's routes into compiled graphs (" +
                                         figures + ", every run slower)") +
-                          ": compiled graphs keep Inductor's code for the " + std::to_string(n) +
-                          " routed target(s) that reach it");
+                          (c.contains("per_route") ? "; timed one route at a time" : "") +
+                          ": compiled graphs keep Inductor's code for " + names);
     }
     if (newly.empty() && !turned_off) break;
     for (const auto& m : newly) {

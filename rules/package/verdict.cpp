@@ -149,7 +149,42 @@ bool record_slower(const json& rec) {
   return record_ok(rec) && !held_back(rec) && ran_slower(runs("compared_stock"), runs("compared_forged"));
 }
 
+// A compiled run slower with every route that reaches the model, timed again
+// with one route on at a time against none (FORGE_COMPILE_ROUTES_OFF holds the
+// others): a kernel that splits Inductor's fusion with its neighbours is
+// found without taking the routes that pay with it. One row per route.
+json per_route_trials(BuildContext& ctx, const ModelSpec& m, const Sides& compiled,
+                      const std::set<std::string>& routed, int runs) {
+  json rows = json::array();
+  for (const auto& id : routed) {
+    std::string others;
+    for (const auto& o : routed)
+      if (o != id) others += (others.empty() ? "" : ",") + o;
+    const Sides alone{[compiled, others](bool routes) {
+                        Command c = compiled.command(routes);
+                        if (routes) c.env["FORGE_COMPILE_ROUTES_OFF"] = others;
+                        return c;
+                      },
+                      "under torch.compile with only " + id + " routed"};
+    json a = end_to_end(ctx, m, alone, runs);
+    json row = {{"target", id}, {"status", a.value("status", "failed")}};
+    for (const char* k : {"reason", "mismatches", "forged_calls", "speedup", "compared_stock", "compared_forged"})
+      if (a.contains(k)) row[k] = a[k];
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 }  // namespace
+
+std::set<std::string> routes_to_turn_off(const json& compiled, const std::set<std::string>& routed) {
+  std::set<std::string> off;
+  for (const auto& row : compiled.value("per_route", json::array()))
+    if (!record_ok(row) || record_slower(row)) off.insert(row.value("target", ""));
+  // Failed, not split per route, or no route slower alone (they cost the model
+  // together): every route that reaches it goes.
+  return compiled.value("failed", false) || off.empty() ? routed : off;
+}
 
 json merge_package_reports(const fs::path& dir) {
   std::map<std::string, json> entries;
@@ -278,9 +313,18 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
       // routes go), not a failed build: the step's record stays "ok" and says
       // "failed": true. Forged outputs that differ from stock fail the build,
       // as in the eager check.
-      cspec.run = [&ctx, &m, compiled, runs] {
+      cspec.inputs.emplace_back("routes", json(routed).dump());
+      cspec.run = [&ctx, &m, compiled, runs, routed] {
         json r = end_to_end(ctx, m, compiled, runs);
         if (!record_ok(r) && r.value("mismatches", 0L) == 0) r["status"] = "ok", r["failed"] = true;
+        if (record_ok(r) && !r.value("failed", false) && routed.size() > 1 && record_slower(r)) {
+          r["per_route"] = per_route_trials(ctx, m, compiled, routed, runs);
+          for (const auto& row : r["per_route"])
+            if (row.value("mismatches", 0L) > 0) {
+              r["status"] = "failed";
+              r["reason"] = "with only " + row.value("target", "") + " routed: " + row.value("reason", "");
+            }
+        }
         return r;
       };
       if (auto c = ctx.step(cspec, m.name)) {
@@ -298,7 +342,7 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
           rec["status"] = "failed";  // `forge run` refuses the package (checks.json)
           rec["reason"] = "under torch.compile: " + crec.value("reason", "");
         } else if (crec.value("failed", false) || crec["slower"].get<bool>()) {
-          out.compile_slower[m.name] = routed;
+          out.compile_slower[m.name] = routes_to_turn_off(crec, routed);
         }
         rec["compiled"] = crec;
       }

@@ -43,6 +43,12 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
 std::vector<const Target*> reaching_targets(const BuildContext& ctx, const Assembly& assembly,
                                             const std::string& model);
 
+// The routes a compiled check (a record's "compiled") turns off among `routed`,
+// those reaching the model: with per-route trials (more than one route, slower
+// together), the ones that failed or were slower alone; else, or if none was,
+// all of them.
+std::set<std::string> routes_to_turn_off(const nlohmann::json& compiled, const std::set<std::string>& routed);
+
 // "stock -> forged, speedup" of a check record, for notes.
 std::string slower_figures(const nlohmann::json& record);
 

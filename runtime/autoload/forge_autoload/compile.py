@@ -23,6 +23,8 @@ forge run installs this on the first torch.compile call. Without forge run:
 
 FORGE_COMPILE_POLICY=forge|inductor overrides the measured choice (for
 comparisons); the default, "measured", follows package.json.
+FORGE_COMPILE_ROUTES_OFF=<target>,... keeps Inductor's code for those entries
+whatever the policy (the build's per-route A/B, docs/PACKAGE.md).
 """
 import hashlib
 import json
@@ -271,7 +273,10 @@ def install(package_json=None, policy=None, library=None):
         pkg = json.load(f)
     chosen = []  # (entry, op, overload, argument map)
     chains = []  # chain entries routed in compiled graphs (the post-grad pass, _replace_chains)
+    off = set(t for t in os.environ.get("FORGE_COMPILE_ROUTES_OFF", "").split(",") if t)
     for e in pkg.get("entries", []):
+        if e.get("target") in off:
+            continue
         if e.get("chain"):
             if (e.get("under_compile", "inductor") if policy == "measured" else policy) == "forge":
                 chains.append(e)

@@ -384,94 +384,109 @@ TEST_CASE("a model slower end to end with its kernels: they are left out, the re
   CHECK(run.out.find("loaded: no") != std::string::npos);
 }
 
-// Two models calling the same cumsum (one signature). "app" runs it alone and
-// has the target; in "other" a matrix product takes most of the op time, so
-// its own cumsum target is below min_share and unforged, yet app's kernel and
-// route reach its calls (they match by signature). Under OTHER_COMPILE=1
-// other's cumsum runs compiled and it reports 50 ms more when forge's routes
-// into compiled graphs are on (the library loaded and no
-// FORGE_COMPILE_POLICY=inductor): what a routed kernel that splits Inductor's
-// fusion does to a compiled model (PERF.md, the GroupNorm -> SiLU module). On
-// the CPU Inductor's cumsum is slower than stock's, so the op comparison
-// routes forge's kernel. Run eagerly both report a fixed figure: three hot
-// cumsums are as fast with the kernel as without, and this test is not about
-// the eager verdict (a tie is never "slower").
-const char* kCumsumApp = R"(import os, time, torch
+// Two models running the same cumsum and cumprod. "app" runs them alone and
+// has both targets; in "other" a matrix product takes most of the op time, so
+// its own scan targets are below min_share and unforged, yet app's kernels and
+// routes reach its calls (they match by the call's arguments). Under
+// OTHER_COMPILE=1 the scans run compiled, and other reports 50 ms more when
+// forge routes cumprod into compiled graphs: what a routed kernel that splits Inductor's fusion does to a compiled model
+// (PERF.md, the GroupNorm -> SiLU module). On the CPU Inductor's scans are
+// slower than stock's, so the op comparison routes both kernels. Run eagerly
+// both models report a fixed figure: the hot scans are as fast with the
+// kernels as without, and this test is not about the eager verdict (a tie is
+// never "slower").
+const char* kScansApp = R"(import os, time, torch
 compiled = os.environ.get("OTHER_COMPILE") == "1"
-scan = lambda t: torch.cumsum(t, dim=1)
-f = torch.compile(scan) if compiled else scan
+def scans(t, u):
+    return torch.cumsum(t, dim=1), torch.cumprod(u, dim=1)
+f = torch.compile(scans) if compiled else scans
 x = torch.randn(64, 4096)
+u = torch.rand(64, 4096) * 0.2 + 0.9
 if os.environ.get("APP_MM") == "1":
     a = torch.randn(768, 768)
     float((a @ a).sum())
-y = f(x)
+y, z = f(x, u)
 t0 = time.perf_counter()
 for _ in range(3):
-    y = f(x)
+    y, z = f(x, u)
 ms = (time.perf_counter() - t0) * 1e3 if compiled else 1.0
-routed = bool(os.environ.get("FORGE_LOAD_LIBS")) and os.environ.get("FORGE_COMPILE_POLICY") != "inductor"
-if compiled and routed:
+def routed(op):  # forge_compile.py defines forge::<op> for each op it routes
+    try:
+        getattr(torch.ops.forge, op)
+        return True
+    except (AttributeError, RuntimeError):
+        return False
+if compiled and routed("cumprod"):
     ms += 50.0
-print(float(y.sum()))
+print(float(y.sum()) + float(z.sum()))
 print("took %.4f ms" % ms)
 )";
 
-TEST_CASE("compile_env: a compiled run slower with the routes that reach it turns them off, the kernels stay") {
+TEST_CASE("compile_env: a compiled run slower with the routes that reach it turns off the one that costs it") {
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
-  test::write_text(dir / "app.py", kCumsumApp);
+  test::write_text(dir / "app.py", kScansApp);
   test::write_text(dir / "forge.yaml",
                    "models:\n"
                    "  app: {run: python app.py, latency: 'took ([0-9.]+) ms', check_runs: 3, "
                    "env: {OMP_NUM_THREADS: '1'}}\n"
                    "  other: {run: python app.py, latency: 'took ([0-9.]+) ms', check_runs: 3, "
                    "env: {OMP_NUM_THREADS: '1', APP_MM: '1'}, compile_env: {OTHER_COMPILE: '1'}}\n"
-                   "targets: {ops: [cumsum], top: 0, min_share: 0.25}\nbudget: {iterations: 2}\n");
+                   "targets: {ops: [cumsum, cumprod], top: 0, min_share: 0.1, chains: 0}\nbudget: {iterations: 2}\n");
   auto build = test::run_forge("--json build", dir.path());
   INFO(build.out << build.err);
   REQUIRE(build.exit_code == 0);
   json r = json::parse(build.out);
-  // Only app's cumsum is searched (other's is a few percent of its op time).
-  REQUIRE_MESSAGE(r["targets"].size() == 1, r["targets"].dump());
-  const json& t = r["targets"][0];
-  REQUIRE(t["model"] == "app");
-  REQUIRE_MESSAGE(t["accepted"].get<int>() >= 1, r["targets"].dump());
+  // Only app's scans are searched (other's are a few percent of its op time).
+  REQUIRE_MESSAGE(r["targets"].size() == 2, r["targets"].dump());
+  const bool sum_first = r["targets"][0]["op"] == "cumsum";
+  const json& cumsum = r["targets"][sum_first ? 0 : 1];
+  const json& cumprod = r["targets"][sum_first ? 1 : 0];
+  REQUIRE(cumsum["model"] == "app");
+  REQUIRE(cumprod["op"] == "cumprod");
+  for (const json* t : {&cumsum, &cumprod}) REQUIRE_MESSAGE((*t)["accepted"].get<int>() >= 1, r["targets"].dump());
   const json& pkg = r["package"];
-  // The eager verdicts keep the kernel: the package ships it. "other" has no
-  // kernel of its own, and is checked because app's reaches its calls.
+  // The eager verdicts keep both kernels. "other" has none of its own and is
+  // checked because app's reach its calls.
   CHECK(pkg["status"] == "ok");
-  CHECK(pkg["entries"] == 1);
+  CHECK(pkg["entries"] == 2);
   CHECK(pkg["models"]["app"]["slower"] == false);
   REQUIRE(pkg["models"].contains("other"));
-  CHECK(pkg["models"]["other"]["forged_calls"].get<long>() >= 4);
-  // other's compiled run with the routes (the check that turned app's route
-  // off, kept under routes_off): its check run's cumsum calls in the compiled
-  // graph were the forged kernel, each matching stock; then 3 timed runs each
-  // way, every one slower with the routes. The package checked after it
-  // routes nothing, so neither record has a compiled run.
-  CHECK_FALSE(pkg["models"]["other"].contains("compiled"));
-  CHECK_FALSE(pkg["models"]["app"].contains("compiled"));
-  REQUIRE_MESSAGE(pkg.contains("routes_off"), "no compiled check (the op comparison routed nothing?): " << t.dump());
-  const json& c = pkg["routes_off"]["other"];
-  REQUIRE(c.is_object());
+  CHECK(pkg["models"]["other"]["forged_calls"].get<long>() >= 8);
+  // other's compiled run with both routes was slower; timed one route at a
+  // time, only cumprod's was, so only it goes (the deciding check is kept
+  // under routes_off), and the package checked after it still routes cumsum:
+  // other's compiled run with it is not slower.
+  REQUIRE_MESSAGE(pkg.contains("routes_off"), "no compiled check (the op comparison routed nothing?): " << r.dump());
+  REQUIRE_MESSAGE(pkg["routes_off"]["other"].size() == 1, pkg["routes_off"].dump());
+  const json& c = pkg["routes_off"]["other"][0];
   CHECK(c["status"] == "ok");
-  CHECK(c["forged_calls"].get<long>() >= 3);
+  CHECK(c["forged_calls"].get<long>() >= 6);
   CHECK(c["mismatches"] == 0);
-  CHECK(c["compared_stock"].size() == 3);
   CHECK(c["compared_forged"].size() == 3);
   CHECK(c["slower"] == true);
+  REQUIRE(c["per_route"].size() == 2);
+  for (const auto& row : c["per_route"]) {
+    CHECK(row["status"] == "ok");
+    CHECK(row["compared_stock"].size() == 3);
+    const bool is_cumprod = row["target"] == cumprod["id"];
+    CHECK_MESSAGE((row["speedup"].get<double>() < 0.5) == is_cumprod, row.dump());
+  }
+  CHECK(c["turned_off"] == json::array({cumprod["id"]}));
+  CHECK(pkg["models"]["other"]["compiled"]["slower"] == false);
+  CHECK_FALSE(pkg["models"]["other"]["compiled"].contains("per_route"));
   const std::string notes = r["notes"].dump();
   CHECK(notes.find("other ran slower under torch.compile with forge's routes into compiled graphs") !=
         std::string::npos);
-  CHECK(notes.find("compiled graphs keep Inductor's code for the 1 routed target(s) that reach it") !=
-        std::string::npos);
-  // The package ships Inductor's code for compiled graphs, and app's target says why.
-  CHECK(t["under_compile"] == "inductor");
-  REQUIRE(t["under_compile_why"].is_string());
-  CHECK(t["under_compile_why"].get<std::string>().find("models.other's compiled run was slower") == 0);
+  CHECK(notes.find("timed one route at a time: compiled graphs keep Inductor's code for " +
+                   cumprod["id"].get<std::string>()) != std::string::npos);
+  CHECK(cumprod["under_compile"] == "inductor");
+  REQUIRE(cumprod["under_compile_why"].is_string());
+  CHECK(cumprod["under_compile_why"].get<std::string>().find("models.other's compiled run was slower") == 0);
+  CHECK(cumsum["under_compile"] == "forge");
   const json entries = json::parse(test::read_text(dir / ".forge" / "package" / "package.json"))["entries"];
-  REQUIRE(entries.size() == 1);
-  CHECK(entries[0]["under_compile"] == "inductor");
+  REQUIRE(entries.size() == 2);
+  for (const auto& e : entries) CHECK(e["under_compile"] == (e["op"] == "aten::cumprod" ? "inductor" : "forge"));
 
   // Unchanged: nothing reruns, the same package and verdict from the cached checks.
   auto again = test::run_forge("--json build", dir.path());
@@ -479,23 +494,30 @@ TEST_CASE("compile_env: a compiled run slower with the routes that reach it turn
   json r2 = json::parse(again.out);
   CHECK(r2["steps_run"] == 0);
   CHECK(r2["package"]["digest"] == pkg["digest"]);
-  CHECK(r2["package"]["routes_off"].contains("other"));
+  CHECK(r2["package"]["routes_off"]["other"][0]["turned_off"] == json::array({cumprod["id"]}));
 
-  // A compiled run that fails with the routes confirms none: they go too,
-  // the build succeeds and the eager kernel still ships.
-  test::write_text(dir / "app.py", std::string(kCumsumApp) + "if compiled and routed:\n    raise SystemExit(3)\n");
+  // A compiled run that fails with the routes confirms none: every route that
+  // reaches the model goes, the build succeeds and the eager kernels still ship.
+  test::write_text(dir / "app.py",
+                   std::string(kScansApp) + "if compiled and (routed('cumsum') or routed('cumprod')):\n"
+                                            "    raise SystemExit(3)\n");
   auto broken = test::run_forge("--json build", dir.path());
   INFO(broken.out << broken.err);
   REQUIRE(broken.exit_code == 0);
   json r3 = json::parse(broken.out);
   CHECK(r3["ok"] == true);
   CHECK(r3["package"]["status"] == "ok");
-  CHECK(r3["package"]["entries"] == 1);
-  CHECK(r3["package"]["routes_off"]["other"]["failed"] == true);
-  CHECK(r3["package"]["routes_off"]["other"]["reason"].get<std::string>().find("exit code 3") != std::string::npos);
-  const json& t3 = r3["targets"][0];
-  CHECK(t3["under_compile"] == "inductor");
-  CHECK(t3["under_compile_why"] == "models.other's compiled run failed with forge's routes");
+  CHECK(r3["package"]["entries"] == 2);
+  REQUIRE(r3["package"]["routes_off"]["other"].size() == 1);
+  const json& c3 = r3["package"]["routes_off"]["other"][0];
+  CHECK(c3["failed"] == true);
+  CHECK(c3["reason"].get<std::string>().find("exit code 3") != std::string::npos);
+  CHECK_FALSE(c3.contains("per_route"));
+  CHECK(c3["turned_off"].size() == 2);
+  for (const auto& t : r3["targets"]) {
+    CHECK(t["under_compile"] == "inductor");
+    CHECK(t["under_compile_why"] == "models.other's compiled run failed with forge's routes");
+  }
   CHECK(r3["notes"].dump().find("other's compiled run (compile_env) failed with forge's routes") != std::string::npos);
 }
 
