@@ -9,6 +9,11 @@ std::vector<at::Tensor> reference_float64(const OpSpec& spec, const std::vector<
   return call_reference64(spec, args);
 }
 
+double float64_factor(const json& family_json, c10::ScalarType out) {
+  const AccuracyRule rule = accuracy_rule_for(family_json, out);
+  return rule.enabled ? rule.factor : 0;
+}
+
 bool small_for_float64(const std::vector<at::Tensor>& outputs) {
   for (const auto& t : outputs)
     if (t.defined() && !t.is_cpu() && t.numel() > kHostCompareLimit) return false;

@@ -17,6 +17,11 @@ std::vector<at::Tensor> reference_float64(const OpSpec& spec, const std::vector<
 // elements each (compare.h).
 bool small_for_float64(const std::vector<at::Tensor>& outputs);
 
+// The accuracy rule's factor for this output dtype (accuracy.h; 0 where the
+// rule is off): compare_to_reference's second chance allows this many times
+// stock's own error against float64, as the rule does.
+double float64_factor(const json& family_json, c10::ScalarType out);
+
 // The candidate's error against ref64 compared with the stock kernel's error
 // (targets/<family>/family.yaml `accuracy:`, in `family_json`; `family` is
 // the same family parsed); *record collects the worst ratio. first/count:

@@ -48,13 +48,18 @@ constexpr int64_t kHostCompareLimit = int64_t(1) << 22;
 // `float64` (when set) gives the op's float64 evaluation of this output
 // (accuracy.h), asked for only when some element is outside the tolerance of
 // `ref`: such an element passes when it is inside the same tolerance of the
-// float64 value (the family's `compare_float64`: stock's vector math is off by
-// more than atol in places, and a kernel nearer the true value is not wrong).
-// NaN and inf still match `ref` exactly.
+// float64 value widened by `factor64` times stock's own largest error against
+// it over the output's finite elements (the family's `compare_float64`:
+// stock's vector math is off by more than atol in places, a kernel nearer the
+// true value is not wrong, and an fp32 sum's rounding follows its partial
+// sums, not its result, so two honest summation orders differ by more than
+// any atol set for short rows; the factor is the accuracy rule's, which bounds
+// the same error locally). NaN and inf still match `ref` exactly.
 std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Tensor& ref, Tolerance tol,
                                              const std::string& label, const std::string& where,
                                              CompareStats& stats,
-                                             const std::function<at::Tensor()>& float64 = {});
+                                             const std::function<at::Tensor()>& float64 = {},
+                                             double factor64 = 0);
 // The first element whose bits differ, as "[i,j] (a vs b)", or nullopt.
 std::optional<std::string> first_bit_difference(const at::Tensor& a, const at::Tensor& b);
 

@@ -56,7 +56,8 @@ std::optional<Failure> check_results(Judge& j, const CallSet& cs, const std::vec
     const at::Tensor stock = share ? ref[k].cpu() : ref[k];
     std::function<at::Tensor()> second;
     if (second_chance) second = [&float64_output, k] { return float64_output(k); };
-    if (auto m = compare_to_reference(out, stock, tol, label, where, stats, second))
+    const double factor64 = second_chance ? float64_factor(j.family_json, ref[k].scalar_type()) : 0;
+    if (auto m = compare_to_reference(out, stock, tol, label, where, stats, second, factor64))
       return Failure{m->reason, m->detail};
     j.phases.enter("accuracy");
     if (float64) {

@@ -215,5 +215,45 @@ TEST_CASE("compare_float64 accepts a kernel nearer the true value than stock, ne
   }
 }
 
+// The reduce family's compare_float64 on long sums: an honest fp32 order
+// (last term first) that differs from torch's cascade sum by more than atol
+// where a sum of 4096 terms cancels is accepted with the rule and rejected
+// without it; a sum of bf16-rounded terms stays rejected with it.
+TEST_CASE("compare_float64 accepts another summation order within stock's error allowance, not a precision drop") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  const fs::path worker = worker_built_by_forge_try(dir.path());
+  json family = load_family(kRepo / "targets" / "reduce" / "family.yaml").spec;
+  REQUIRE(family.value("compare_float64", false));
+  json strict = family;
+  strict["compare_float64"] = false;
+  const json args = json::array({{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {64, 4096, 16}},
+                                  {"strides", {65536, 16, 1}}, {"device", "cpu"}, {"name", "self"}},
+                                 {{"type", "int[]"}, {"value", {1}}, {"name", "dim"}},
+                                 {{"type", "bool"}, {"value", false}, {"name", "keepdim"}},
+                                 {{"type", "None"}, {"name", "dtype"}}});
+  auto request = [&](const std::string& id, const std::string& cheat, const json& fam) {
+    json r = test::evaluate_request(id, "sum", args, fam, compile_cheat(dir.path(), cheat));
+    r["overload"] = "dim_IntList";
+    r["bench"]["threads"] = 1;
+    return r;
+  };
+  auto replies = test::evaluate_directly(
+      worker,
+      {request("reverse", "sum_reverse_order", family), request("reverse_strict", "sum_reverse_order", strict),
+       request("bf16", "sum_bf16_terms", family)},
+      dir.path(), "--backend cpu --ceiling 1e10");
+  REQUIRE(replies.size() == 3);
+  INFO(replies["reverse"].dump().substr(0, 1500));
+  CHECK(replies["reverse"]["verdict"] == "accepted");
+  INFO(replies["reverse_strict"].dump().substr(0, 1500));
+  CHECK(replies["reverse_strict"]["verdict"] == "rejected");
+  CHECK(replies["reverse_strict"]["reason"] == "wrong_result");
+  INFO(replies["bf16"].dump().substr(0, 1500));
+  CHECK(replies["bf16"]["verdict"] == "rejected");
+  CHECK(replies["bf16"]["reason"] == "wrong_result");
+  CHECK(replies["bf16"].value("detail", "").find("float64 gives") != std::string::npos);
+}
+
 TEST_SUITE_END();
 }  // namespace forge
