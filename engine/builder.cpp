@@ -52,6 +52,12 @@ StepOutcome Builder::run(const StepSpec& spec) {
   return {record, false};
 }
 
+void Builder::keep(const StepSpec& spec, const json& record) {
+  const std::string key = step_key(spec);
+  m_store.put_action(key, record.dump());
+  remember_inputs(spec, key);
+}
+
 void Builder::remember_inputs(const StepSpec& spec, const std::string& key) {
   if (spec.name.empty()) return;
   json inputs = json::object();

@@ -39,6 +39,11 @@ class Builder {
   // The cached record, if any, without running anything (status, explain).
   std::optional<nlohmann::json> lookup(const StepSpec& spec);
 
+  // Keeps `record`, a result another step's run produced, as this step's
+  // result too, where it holds for this step's inputs as well (a step keyed
+  // more broadly than the one that ran). Runs nothing; not counted as run.
+  void keep(const StepSpec& spec, const nlohmann::json& record);
+
   Explanation explain(const StepSpec& spec);
 
   int steps_run() const { return m_run; }

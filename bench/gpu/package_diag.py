@@ -128,8 +128,8 @@ def counts():
     for f in os.listdir(pkg):
         if f.endswith(".json") and f != "package.json":
             r = json.load(open(os.path.join(pkg, f)))
-            forged += sum(e["forged"] for e in r["entries"])
-            fallback += sum(e["calls"] for e in r["fallback"])
+            forged += sum(e["forged"] for e in r.get("entries", []))
+            fallback += sum(e["calls"] for e in r.get("fallback", []))
             os.remove(os.path.join(pkg, f))
     return forged, fallback
 

@@ -212,14 +212,25 @@ Assembly assemble_package(BuildContext& ctx, const std::set<std::string>& left_o
   const fs::path autoload = fs::path(FORGE_SOURCE_DIR) / "runtime" / "autoload" / "forge_autoload";
   const std::vector<std::pair<std::string, std::string>> python = {{"compile.py", "forge_compile.py"},
                                                                    {"modules.py", "forge_modules.py"}};
-  Hasher h;
-  h.add("package", pkg.dump()).add("lib", rt->worker_digest);
-  for (const auto& [from, to] : python) {
-    std::string text;
-    read_file(autoload / from, &text);
-    h.add(to, text);
+  json unrouted = pkg;
+  for (json& e : unrouted["entries"]) {
+    e.erase("under_compile");
+    if (e.contains("traced_as") && e["traced_as"].is_array())
+      for (json& s : e["traced_as"])
+        if (s.is_object()) s.erase("under_compile");
   }
-  out.digest = h.hex();
+  auto digest_of = [&](const json& p) {
+    Hasher h;
+    h.add("package", p.dump()).add("lib", rt->worker_digest);
+    for (const auto& [from, to] : python) {
+      std::string text;
+      read_file(autoload / from, &text);
+      h.add(to, text);
+    }
+    return h.hex();
+  };
+  out.digest = digest_of(pkg);
+  out.eager_digest = digest_of(unrouted);
   // An unchanged package is left in place (a running `forge run` keeps its
   // files); any other is checked where it is staged, and swapped in once,
   // after the last round (PackageRule::apply).

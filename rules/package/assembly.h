@@ -22,6 +22,9 @@ struct Assembly {
   bool empty = true;    // no target left to ship
   bool failed = false;  // libforge.so is not built (ctx.failed too, with a note)
   std::string digest;   // of package.json, the library, compile.py and modules.py
+  // The same without the entries' compiled-graph routing (under_compile): what
+  // a process that never calls torch.compile runs (verdict.cpp).
+  std::string eager_digest;
   // The library to check: the package in use when it is this very one (left
   // in place), else the staged copy.
   std::filesystem::path lib;

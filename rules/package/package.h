@@ -50,8 +50,9 @@ nlohmann::json package_vary_max(const nlohmann::json& verify, const nlohmann::js
                                 std::string* problem = nullptr);
 
 // Sums the per-process reports libforge.so writes into `dir`
-// (FORGE_PACKAGE_REPORT): {"entries": [...], "fallback": [...]}, entries and
-// fallbacks merged by target / (op, signature).
+// (FORGE_PACKAGE_REPORT): {"entries": [...], "fallback": [...], "torch_compile":
+// bool}, entries and fallbacks merged by target / (op, signature);
+// torch_compile: some process called torch.compile (forge_compile.py's marker).
 nlohmann::json merge_package_reports(const std::filesystem::path& dir);
 
 }  // namespace forge

@@ -128,6 +128,9 @@ json end_to_end(BuildContext& ctx, const ModelSpec& m, const Sides& sides, int r
     out["stock_latency"] = median(stock_own);
     out["forged_latency"] = median(forged_own);
   }
+  // Whether the checked run called torch.compile (compile.py's marker): only
+  // then can compiled-graph routing change what the command runs.
+  if (check) out["torch_compile"] = merged.value("torch_compile", false);
   if (mismatches) out["reason"] = "forged outputs differ from stock in the model run";
   return out;
 }
@@ -192,12 +195,14 @@ std::set<std::string> routes_to_turn_off(const json& compiled, const std::set<st
 json merge_package_reports(const fs::path& dir) {
   std::map<std::string, json> entries;
   std::map<std::pair<std::string, std::string>, long> fallback;
+  bool torch_compile = false;
   std::error_code ec;
   for (const auto& f : fs::directory_iterator(dir, ec)) {
     std::string text;
     if (!read_file(f.path(), &text)) continue;
     json r = json::parse(text, nullptr, false);
     if (!r.is_object()) continue;
+    torch_compile = torch_compile || r.value("torch_compile", false);
     for (const auto& e : r.value("entries", json::array())) {
       json& m = entries[e.value("target", "")];
       if (m.is_null()) {
@@ -211,7 +216,7 @@ json merge_package_reports(const fs::path& dir) {
     for (const auto& e : r.value("fallback", json::array()))
       fallback[{e.value("op", ""), e.value("signature", "")}] += e.value("calls", 0L);
   }
-  json out = {{"entries", json::array()}, {"fallback", json::array()}};
+  json out = {{"entries", json::array()}, {"fallback", json::array()}, {"torch_compile", torch_compile}};
   for (auto& [_, e] : entries) out["entries"].push_back(e);
   for (const auto& [k, n] : fallback)
     out["fallback"].push_back({{"op", k.first}, {"signature", k.second}, {"calls", n}});
@@ -280,8 +285,29 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
                                                             : std::vector<std::string>{});
                       },
                       "with libforge.so loaded"};
-    spec.run = [&ctx, &m, eager, runs] { return end_to_end(ctx, m, eager, runs); };
-    auto outcome = ctx.step(spec, m.name);
+    spec.run = [&ctx, &m, eager, runs, digest = assembly.digest] {
+      json r = end_to_end(ctx, m, eager, runs);
+      r["checked_package"] = digest;  // an earlier round's, when reused below
+      return r;
+    };
+    // A command that never called torch.compile ran the same with any
+    // compiled-graph routing, so its check is also kept under the package's
+    // digest without routing (Assembly::eager_digest), and a package that
+    // differs from a checked one only there (a round after the compiled A/B
+    // turned routes off) reuses it.
+    StepSpec unrouted = spec;
+    unrouted.name = "e2e-unrouted/" + m.name;
+    for (auto& [k, v] : unrouted.inputs)
+      if (k == "package") v = assembly.eager_digest;
+    unrouted.inputs.emplace_back("torch.compile", "not called by the checked run");
+    std::optional<StepOutcome> outcome;
+    if (ctx.builder.lookup(unrouted)) {
+      outcome = ctx.step(unrouted, m.name);
+    } else {
+      outcome = ctx.step(spec, m.name);
+      if (outcome && !ctx.options.dry_run && outcome->record.value("torch_compile", true) == false)
+        ctx.builder.keep(unrouted, outcome->record);
+    }
     if (!outcome) continue;
     json rec = outcome->record;
     rec["amdahl_bound"] = saved < 1 ? 1 / (1 - saved) : 0.0;

@@ -51,6 +51,23 @@ TEST_CASE("changing one input reruns; changing it back hits the old entry") {
   CHECK(runs == 2);
 }
 
+TEST_CASE("keep: another step's record kept under a broader key is a cache hit there, and runs nothing") {
+  auto store = store::make_memory_store();
+  Progress progress(false);
+  Builder b(*store, progress);
+  int runs = 0;
+  auto ran = b.run(counting_step(&runs, "1"));
+  StepSpec broad = counting_step(&runs, "any");
+  CHECK_FALSE(b.lookup(broad));
+  b.keep(broad, ran.record);
+  CHECK(runs == 1);
+  CHECK(b.steps_run() == 1);
+  auto hit = b.run(broad);
+  CHECK(hit.cached);
+  CHECK(hit.record["value"] == 1);
+  CHECK(runs == 1);
+}
+
 TEST_CASE("keys are typed: moving bytes between inputs changes the key") {
   int runs = 0;
   StepSpec a = counting_step(&runs, "-I", "-O2");

@@ -32,6 +32,7 @@ import os
 
 _libraries = []  # torch.library.Library objects must stay alive
 _installed = set()
+_compile_reported = False  # _report_compile_called
 
 
 def _library(path):
@@ -601,6 +602,23 @@ def _key_inductor_cache(choice, by_threads=False, chain_routes=()):
         config.fx_graph_cache = False
 
 
+def _report_compile_called():
+    """In `forge build`'s end-to-end check (FORGE_PACKAGE_REPORT set), says that
+    this process called torch.compile: only then can the routing change what it
+    runs, so only then does its eager check depend on the routes
+    (rules/package/verdict.cpp)."""
+    global _compile_reported
+    report = os.environ.get("FORGE_PACKAGE_REPORT")
+    if not report or _compile_reported:
+        return
+    _compile_reported = True
+    try:
+        with open(os.path.join(report, "torch_compile-%d.json" % os.getpid()), "w") as f:
+            f.write('{"torch_compile": true}\n')
+    except OSError as e:
+        _warn_once("cannot write the package report: %s" % (e,))
+
+
 def install_on_first_compile(package_json):
     """Wraps torch.compile so that install() runs before the first compilation
     (importing Inductor while `import torch` is still running would be slow and fragile)."""
@@ -612,6 +630,7 @@ def install_on_first_compile(package_json):
 
     @functools.wraps(original)
     def compile(*args, **kwargs):
+        _report_compile_called()
         try:
             install(package_json)
         except Exception as e:

@@ -433,12 +433,14 @@ TEST_CASE("compile_env: a compiled run slower with the routes that reach it turn
                    "env: {OMP_NUM_THREADS: '1'}}\n"
                    "  other: {run: python app.py, latency: 'took ([0-9.]+) ms', check_runs: 3, "
                    "env: {OMP_NUM_THREADS: '1', APP_MM: '1'}, compile_env: {OTHER_COMPILE: '1'}}\n"
-                   "targets: {ops: [cumsum, cumprod], top: 0, min_share: 0.05, chains: 0}\nbudget: {iterations: 2}\n");
+                   "targets: {ops: [cumsum, cumprod], top: 0, min_share: 0.03, chains: 0}\nbudget: {iterations: 2}\n");
   auto build = test::run_forge("--json build", dir.path());
   INFO(build.out << build.err);
   REQUIRE(build.exit_code == 0);
   json r = json::parse(build.out);
-  // Only app's scans are searched (other's are a few percent of its op time).
+  // Only app's scans are searched: other's are 1-2% of its op time (the matrix
+  // product's), app's about 30% of its own, and above 3% even when a one-off
+  // stall of tens of ms lands in app's capture (seen once on a 2-core machine).
   REQUIRE_MESSAGE(r["targets"].size() == 2, r["targets"].dump());
   const bool sum_first = r["targets"][0]["op"] == "cumsum";
   const json& cumsum = r["targets"][sum_first ? 0 : 1];
@@ -476,6 +478,14 @@ TEST_CASE("compile_env: a compiled run slower with the routes that reach it turn
   CHECK(c["turned_off"] == json::array({cumprod["id"]}));
   CHECK(pkg["models"]["other"]["compiled"]["slower"] == false);
   CHECK_FALSE(pkg["models"]["other"]["compiled"].contains("per_route"));
+  // The compiled run called torch.compile; the eager runs did not, so their
+  // checks of the first package (both routes) stand for the last one, which
+  // differs only in routing: not rerun.
+  CHECK(pkg["models"]["other"]["compiled"]["torch_compile"] == true);
+  for (const char* m : {"app", "other"}) {
+    CHECK(pkg["models"][m]["torch_compile"] == false);
+    CHECK_MESSAGE(pkg["models"][m]["checked_package"] != pkg["digest"], m);
+  }
   const std::string notes = r["notes"].dump();
   CHECK(notes.find("other ran slower under torch.compile with forge's routes into compiled graphs") !=
         std::string::npos);
