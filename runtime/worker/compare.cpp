@@ -142,14 +142,16 @@ std::optional<Mismatch> compare_elements(const at::Tensor& out, const at::Tensor
 }
 
 // The stock kernel's largest error against the float64 evaluation over the
-// output's finite elements, a chunk at a time where the tensors live.
+// output's finite elements, a chunk at a time where stock's output lives (the
+// float64 evaluation of a CUDA op may be on the host: its chunk is copied).
 double stock_error64(const at::Tensor& ref_flat, const at::Tensor& ref64_flat) {
   double worst = 0;
   const int64_t n = ref_flat.numel();
   for (int64_t c0 = 0; c0 < n; c0 += kDeviceCompareChunk) {
     const int64_t len = std::min(kDeviceCompareChunk, n - c0);
-    const at::Tensor d =
-        (ref_flat.narrow(0, c0, len).to(at::kDouble) - ref64_flat.narrow(0, c0, len).to(at::kDouble)).abs();
+    const at::Tensor d = (ref_flat.narrow(0, c0, len).to(at::kDouble) -
+                          ref64_flat.narrow(0, c0, len).to(ref_flat.device(), at::kDouble))
+                             .abs();
     worst = std::max(worst, at::nan_to_num(d, 0.0, 0.0, 0.0).max().item<double>());
   }
   return worst;

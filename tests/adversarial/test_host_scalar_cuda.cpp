@@ -76,7 +76,9 @@ TEST_CASE("a Python number beside CUDA tensors reaches the candidate in host mem
     test::write_text(dir / (std::string(name) + ".cu"), candidate(write));
     const fs::path so = dir / (std::string(name) + ".so");
     REQUIRE_MESSAGE(test::compile_cuda_candidate(dir / (std::string(name) + ".cu"), so), "cannot compile " << name);
-    requests.push_back(test::evaluate_request(name, "mul.Tensor", args, family, so));
+    json r = test::evaluate_request(name, "mul", args, family, so);
+    r["overload"] = "Tensor";  // the worker names an op by name and overload apart
+    requests.push_back(std::move(r));
   }
   auto replies = test::evaluate_directly(worker, requests, dir.path(), "--backend cuda");
   REQUIRE(replies.count("reads") == 1);
