@@ -6,7 +6,7 @@ O=$OUT; R=$PWD; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 (cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu --target forge) > $O/cmake.log 2>&1 || { tail -30 $O/cmake.log; exit 1; }
 echo "forge ready $(( $(date +%s)-t0 )) s"
 P=/tmp/chains; rm -rf $P; mkdir -p $P; cp bench/gpu/chain_modules.py $P/model.py
-printf "models:\n  m: {run: python model.py, env: {CH_ITERS: '3'}, check_runs: 3, compile_env: {CH_COMPILE: '1'}}\ndevice: {backend: cuda}\nbudget: {iterations: 2}\ntargets: {top: 6, min_share: 0, ops: [native_group_norm]}\n" > $P/forge.yaml
+printf "models:\n  m: {run: python model.py, env: {CH_ITERS: '3'}, latency: 'total ([0-9.]+) ms/iter', check_runs: 3, compile_env: {CH_COMPILE: '1'}}\ndevice: {backend: cuda}\nbudget: {iterations: 2}\ntargets: {top: 6, min_share: 0, ops: [native_group_norm]}\n" > $P/forge.yaml
 timeout -s INT -k 20 ${CH_BUILD_S:-420} build-gpu/forge -C $P --json build > $O/build.json 2> $O/build.err; echo "build rc=$? $(( $(date +%s)-t0 )) s"
 python3 - $O/build.json <<'PY'
 import json, sys
