@@ -219,14 +219,12 @@ Assembly assemble_package(BuildContext& ctx, const std::set<std::string>& left_o
       for (json& s : e["traced_as"])
         if (s.is_object()) s.erase("under_compile");
   }
+  std::vector<std::string> python_text(python.size());
+  for (size_t i = 0; i < python.size(); ++i) read_file(autoload / python[i].first, &python_text[i]);
   auto digest_of = [&](const json& p) {
     Hasher h;
     h.add("package", p.dump()).add("lib", rt->worker_digest);
-    for (const auto& [from, to] : python) {
-      std::string text;
-      read_file(autoload / from, &text);
-      h.add(to, text);
-    }
+    for (size_t i = 0; i < python.size(); ++i) h.add(python[i].second, python_text[i]);
     return h.hex();
   };
   out.digest = digest_of(pkg);

@@ -439,8 +439,8 @@ TEST_CASE("compile_env: a compiled run slower with the routes that reach it turn
   REQUIRE(build.exit_code == 0);
   json r = json::parse(build.out);
   // Only app's scans are searched: other's are 1-2% of its op time (the matrix
-  // product's), app's about 30% of its own, and above 3% even when a one-off
-  // stall of tens of ms lands in app's capture (seen once on a 2-core machine).
+  // product's), app's about 30% of its own, and above 3% even when a stall of
+  // tens of ms lands in app's capture.
   REQUIRE_MESSAGE(r["targets"].size() == 2, r["targets"].dump());
   const bool sum_first = r["targets"][0]["op"] == "cumsum";
   const json& cumsum = r["targets"][sum_first ? 0 : 1];
