@@ -21,18 +21,42 @@ for m, r in (pk.get("models") or {}).items():
 print("routes_off", json.dumps(pk.get("routes_off")))
 PY
 cd $P
-for mode in eager compile; do
-  c=""; [ $mode = compile ] && c=1
-  CH_COMPILE=$c python model.py > $O/stock-$mode.txt 2>> $O/run.err; echo "stock $mode:"; cat $O/stock-$mode.txt
-  CH_COMPILE=$c $R/build-gpu/forge -C $P run --json-report $O/forged-$mode.json -- python model.py > $O/forged-$mode.txt 2>> $O/run.err
-  echo "forged $mode:"; cat $O/forged-$mode.txt
-  echo "elapsed $(( $(date +%s)-t0 )) s"
+# Eager: one process each way. Compiled: CH_ROUNDS (default 3) rounds of three processes in turn:
+# stock, forge loaded with its routes off (FORGE_COMPILE_POLICY=inductor), forge routed; the
+# table gives each module's median over the rounds, so loading forge and routing are told apart.
+python model.py > $O/stock-eager.txt 2>> $O/run.err; echo "stock eager:"; cat $O/stock-eager.txt
+$R/build-gpu/forge -C $P run --json-report $O/forged-eager.json -- python model.py > $O/forged-eager.txt 2>> $O/run.err
+echo "forged eager:"; cat $O/forged-eager.txt; echo "elapsed $(( $(date +%s)-t0 )) s"
+for i in $(seq 1 ${CH_ROUNDS:-3}); do
+  CH_COMPILE=1 python model.py > $O/stock-compile-$i.txt 2>> $O/run.err
+  CH_COMPILE=1 FORGE_COMPILE_POLICY=inductor $R/build-gpu/forge -C $P run -- python model.py > $O/loaded-compile-$i.txt 2>> $O/run.err
+  CH_COMPILE=1 $R/build-gpu/forge -C $P run --json-report $O/forged-compile.json -- python model.py > $O/forged-compile-$i.txt 2>> $O/run.err
+  echo "compiled round $i: elapsed $(( $(date +%s)-t0 )) s"
 done
-python3 -c "
-import json,sys
-for m in ('eager','compile'):
-    try: r=json.load(open('$O/forged-'+m+'.json'))
-    except Exception as e: print(m, 'no report', e); continue
-    print(m, [(e['target'], e['forged'], e['kernel_errors'], e.get('mismatches')) for e in r['entries']])
-"
+python3 - $O <<'PY'
+import glob, json, os, re, statistics, sys
+o = sys.argv[1]
+def times(pattern):
+    per = {}
+    for f in sorted(glob.glob(os.path.join(o, pattern))):
+        for m in re.finditer(r"^(\S+) ([0-9.]+) ms/iter", open(f).read(), re.M):
+            per.setdefault(m.group(1), []).append(float(m.group(2)))
+    return per
+cols = [("stock eager", times("stock-eager.txt")), ("forge eager", times("forged-eager.txt")),
+        ("stock compile", times("stock-compile-*.txt")), ("forge loaded, routes off", times("loaded-compile-*.txt")),
+        ("forge routed", times("forged-compile-*.txt"))]
+print("| module | " + " | ".join(c for c, _ in cols) + " |")
+for name in cols[0][1]:
+    cells = []
+    for _, t in cols:
+        v = t.get(name) or []
+        cells.append("%.4f [%.4f-%.4f]" % (statistics.median(v), min(v), max(v)) if v else "-")
+    print("| %s | %s |" % (name, " | ".join(cells)))
+for m in ("eager", "compile"):
+    try:
+        r = json.load(open(os.path.join(o, "forged-%s.json" % m)))
+    except Exception as e:
+        print(m, "no report", e); continue
+    print(m, [(e["target"], e["forged"], e["kernel_errors"], e.get("mismatches")) for e in r["entries"]])
+PY
 echo "total $(( $(date +%s)-t0 )) s"
