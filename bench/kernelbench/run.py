@@ -160,7 +160,11 @@ def main():
     todo = problems.shard(todo, *problems.parse_shard(a.shard))
     if a.list:
         for n, stem, path in todo:
-            ops = classify.capture_ops(path, a.scale)
+            try:
+                ops = classify.capture_ops(path, a.scale)
+            except Exception as e:  # a problem that does not run at this scale is one line, not the list's end
+                print("%-60s %-12s %s: %s" % (stem, "error", type(e).__name__, str(e).splitlines()[0][:120]))
+                continue
             print("%-60s %-12s %s" % (stem, classify.classify(ops), " ".join(classify.compute_calls(ops))))
         return
     a.forge = os.path.abspath(a.forge)

@@ -36,6 +36,20 @@ std::optional<std::pair<std::string, std::string>> functional_of(const json& e) 
   return std::make_pair(base, odot == std::string::npos ? std::string() : outer.substr(odot + 1));
 }
 
+// How many of the last op's returns the chain outputs: all of them where the
+// program called the op itself; through a composite (group_norm runs
+// native_group_norm and returns its first result alone) the first, and up to
+// the last one a recorded op reads. Statistics nothing reads are no outputs,
+// so a pointwise prologue -> norm chain writes one tensor as the norm module does.
+size_t readable_returns(const json& record, int entry, const json& e) {
+  const size_t all = e.value("outputs", json::array()).size();
+  if (e.value("outer_op", "") == e.value("op", "")) return all;
+  size_t n = std::min<size_t>(all, 1);
+  for (const auto& f : record.value("flows", json::array()))
+    if (f.value("from", -1) == entry) n = std::max(n, std::min(all, f.value("out", size_t{0}) + 1));
+  return n;
+}
+
 // {"op": "aten::<name>", "overload"} of an op spelled "name.overload".
 json aten_spelling(const std::string& op) {
   const auto dot = op.find('.');
@@ -182,6 +196,8 @@ std::optional<Target> chain_target(const std::string& model, const json& record,
   }
   const json& last = entries.at(static_cast<size_t>(chain.entries.back()));
   t.outputs = last.value("outputs", json::array());
+  t.outputs.erase(t.outputs.begin() + static_cast<long>(readable_returns(record, chain.entries.back(), last)),
+                  t.outputs.end());
   if (t.outputs.empty()) {
     *why = "its last op returns nothing";
     return std::nullopt;

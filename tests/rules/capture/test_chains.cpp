@@ -531,5 +531,42 @@ TEST_CASE("a batch norm's parameters that agree in their samples stay inputs of 
   CHECK(t->args.size() == 5);
 }
 
+TEST_CASE("a chain ending in a norm outputs the returns the program can read") {
+  // relu -> native_group_norm, as nn.GroupNorm runs it: group_norm returns the
+  // first result alone, so the statistics nothing reads are no outputs.
+  json gn = entry("native_group_norm", 2, 4);
+  json stat = tensor();
+  stat["sizes"] = {4, 2};
+  stat["strides"] = {2, 1};
+  gn["args"] = {tensor(), {{"type", "None"}}, {{"type", "None"}}, {{"type", "int"}, {"value", 4}},
+                {{"type", "int"}, {"value", 8}}, {{"type", "int"}, {"value", 1}}, {{"type", "int"}, {"value", 2}},
+                {{"type", "float"}, {"value", 1e-5}}};
+  gn["outputs"] = {tensor(), stat, stat};
+  gn["outer_op"] = "group_norm";
+  json rec = {{"entries", {entry("relu", 2, 1), gn}},
+              {"flows", {flow(0, 1, 2)}},
+              {"produced", {produced(0, 2), produced(1, 2)}}};
+  auto outputs = [](const json& r) {
+    std::string why;
+    auto chains = find_chains(r, "cpu");
+    REQUIRE(chains.size() == 1);
+    auto t = chain_target("m", r, chains[0], &why);
+    REQUIRE_MESSAGE(t, why);
+    CHECK(t->outputs.size() == t->chain["outputs"].get<size_t>());
+    return t->chain["outputs"].get<int>();
+  };
+  CHECK(outputs(rec) == 1);
+  SUBCASE("a recorded op reads a statistic: the returns up to it") {
+    rec["entries"].push_back(entry("exp", 2, 1));
+    rec["flows"].push_back(flow(1, 2, 2, 1));
+    rec["produced"].push_back(produced(2, 2));
+    CHECK(outputs(rec) == 2);
+  }
+  SUBCASE("the program called the op itself: all of its returns") {
+    rec["entries"][1]["outer_op"] = "native_group_norm";
+    CHECK(outputs(rec) == 3);
+  }
+}
+
 TEST_SUITE_END();
 }  // namespace forge
