@@ -382,8 +382,9 @@ bool output_ok(const Target& t, std::string* why) {
 
 namespace {
 
-// The chain inputs a batch norm reads per channel (its weight, bias, running
-// statistics: [C] of an [N, C, ...] output), as chain_inputs reads them:
+// The chain inputs a norm reads per channel (a batch norm's weight, bias and
+// running statistics, a group norm's weight and bias: [C] of an [N, C, ...]
+// output), as chain_inputs reads them:
 // [C, 1, ...], which broadcasts along dim 1. false with *why when such an
 // input has another size or another op reads it too.
 bool per_channel_inputs(const Target& t, const json& ops, std::map<size_t, std::vector<int64_t>>* read_as,
@@ -393,23 +394,24 @@ bool per_channel_inputs(const Target& t, const json& ops, std::map<size_t, std::
   for (const auto& op : ops) {
     std::string name = op.value("op", "");
     if (name.rfind("aten::", 0) == 0) name = name.substr(6);
-    const bool bn = batch_norm_args(name).has_value();
+    // A batch norm's weight, bias and running statistics; a group norm's weight and bias.
+    const size_t last_param = batch_norm_args(name) ? 4 : name == "native_group_norm" ? 2 : 0;
     const json args = op.value("args", json::array());
-    if (bn && (args.empty() || sizes_of(args[0]) != out))
-      return *why = "a batch norm's input is not of the chain output's size", false;
+    if (last_param && (args.empty() || sizes_of(args[0]) != out))
+      return *why = "a norm's input is not of the chain output's size", false;
     for (size_t i = 0; i < args.size(); ++i) {
       const json ref = is_tensor(args[i]) ? args[i].value("ref", json()) : json();
       if (!ref.is_object() || !ref.contains("input")) continue;
       const size_t k = ref.value("input", size_t{0});
       ++reads[k];
-      if (bn && i >= 1 && i <= 4) ++channel_reads[k];
+      if (i >= 1 && i <= last_param) ++channel_reads[k];
     }
   }
   for (const auto& [k, n] : channel_reads) {
-    if (reads[k] != n) return *why = "input " + std::to_string(k) + " is a batch norm's parameter and read elementwise too", false;
+    if (reads[k] != n) return *why = "input " + std::to_string(k) + " is a norm's parameter and read elementwise too", false;
     const std::vector<int64_t> sizes = k < t.args.size() ? sizes_of(t.args[k]) : std::vector<int64_t>{};
     if (out.size() < 2 || sizes != std::vector<int64_t>{out[1]})
-      return *why = "input " + std::to_string(k) + " (a batch norm's parameter) is not one value per channel", false;
+      return *why = "input " + std::to_string(k) + " (a norm's parameter) is not one value per channel", false;
     std::vector<int64_t> as(out.size() - 1, 1);
     as[0] = out[1];
     (*read_as)[k] = as;
@@ -508,6 +510,67 @@ std::string reduce_definition(const Target& t, std::string* why) {
   text += row_op ? "// Every op at element j, the softmax's result r there given.\n"
                  : "// Every op at element j, the reduction's result r given.\n";
   text += "template <class V>\nPW_FN V chain_out(const V* in, V r) {\n" + out + "  return t" +
+          std::to_string(ops.size() - 1) + ";\n}\n";
+  return text + shapes_function(shapes);
+}
+
+std::string norm_definition(const Target& t, std::string* why) {
+  const json ops = t.chain.is_object() ? t.chain.value("ops", json::array()) : json::array();
+  size_t g = ops.size();
+  for (size_t j = 0; j < ops.size(); ++j)
+    if (ops[j].value("op", "") == "aten::native_group_norm") {
+      if (g != ops.size()) return *why = "more than one group norm", "";
+      g = j;
+    }
+  if (g == ops.size() || g == 0) return *why = "no pointwise op before a group norm", "";
+  // native_group_norm(input, weight, bias, N, C, HxW, group, eps): its input
+  // the op before's result, weight and bias chain inputs (or none).
+  const json& args = ops[g].value("args", json::array());
+  const std::string where = "op " + std::to_string(g) + " (native_group_norm)";
+  if (args.size() != 8) return *why = where + " has " + std::to_string(args.size()) + " arguments", "";
+  if (!is_tensor(args[0]) || args[0].value("ref", json()) != json{{"op", g - 1}, {"output", 0}})
+    return *why = where + " does not read the op before it", "";
+  int param[2] = {-1, -1};
+  for (int k = 1; k <= 2; ++k) {
+    if (!is_tensor(args[static_cast<size_t>(k)])) continue;
+    const json ref = args[static_cast<size_t>(k)].value("ref", json());
+    if (!ref.contains("input")) return *why = where + "'s weight or bias is computed by the chain", "";
+    param[k - 1] = ref.value("input", 0);
+  }
+  std::optional<double> c[5];
+  for (int k = 0; k < 5; ++k) c[k] = scalar_arg(args, static_cast<size_t>(3 + k), std::nullopt);
+  for (int k = 0; k < 5; ++k)
+    if (!c[k]) return *why = where + "'s sizes or eps are not numbers", "";
+  if (!output_ok(t, why)) return "";
+  // Every op's result is of the output's size: the kernel indexes all of them by output element.
+  const std::vector<int64_t> out = sizes_of(t.outputs[0]);
+  if (sizes_of(args[0]) != out) return *why = "the group norm's input is not of the chain output's size", "";
+  if (product(out) != *c[0] * *c[1] * *c[2]) return *why = where + "'s N*C*HxW is not the output's size", "";
+  for (const auto& op : ops)
+    for (const auto& a : op.value("args", json::array())) {
+      const json ref = is_tensor(a) ? a.value("ref", json()) : json();
+      if (ref.is_object() && ref.contains("op") && sizes_of(a) != out)
+        return *why = "an op's result is not of the chain output's size", "";
+    }
+  std::string list, shapes;
+  std::map<size_t, std::vector<int64_t>> read_as;
+  if (!per_channel_inputs(t, ops, &read_as, why) || !chain_inputs(t, &list, &shapes, why, read_as)) return "";
+  const std::string last = t.outputs[0].value("dtype", "");
+  const std::string prologue = pointwise_body(ops, {.stop = g, .batch_norms = true}, last, why);
+  if (prologue.empty()) return "";
+  std::string finish = pointwise_body(ops, {.first = g, .given = g}, last, why);
+  if (finish.empty()) return "";
+  auto integer = [](double v) { return std::to_string(static_cast<long long>(v)) + "LL"; };
+  std::string text = "// The chain, generated by forge from the target (rules/search/chain_strategies.cpp):\n"
+                     "// its ops before the group norm as the prologue, the norm, the rest as the finish.\n";
+  text += chain_header(t, list);
+  text += "#define CHAIN_GN_N " + integer(*c[0]) + "\n#define CHAIN_GN_C " + integer(*c[1]) + "\n#define CHAIN_GN_HW " +
+          integer(*c[2]) + "\n#define CHAIN_GN_G " + integer(*c[3]) + "\n#define CHAIN_GN_EPS static_cast<float>(" +
+          number(*c[4]) + ")\n#define CHAIN_GN_W " + std::to_string(param[0]) + "  // the weight's input (-1: none)\n" +
+          "#define CHAIN_GN_B " + std::to_string(param[1]) + "  // the bias's input (-1: none)\n";
+  text += "template <class V>\nPW_FN V chain_prologue(const V* in) {\n" + prologue + "  return t" + std::to_string(g - 1) +
+          ";\n}\n";
+  text += "template <class V>\nPW_FN V chain_finish(const V* in, V r) {\n  (void)in;\n" + finish + "  return t" +
           std::to_string(ops.size() - 1) + ";\n}\n";
   return text + shapes_function(shapes);
 }
@@ -645,6 +708,32 @@ ChainStrategies chain_strategies(const Target& t) {
   if (!head.empty()) {
     out.strategies = family_strategies("native_group_norm", "group_norm_", head, 0);
     if (out.strategies.empty()) out.why = "the group norm family has no template with a FORGE_CHAIN line";
+    return out;
+  }
+  std::string norm_why;
+  const std::string norm = norm_definition(t, &norm_why);
+  if (!norm.empty() || norm_why != "no pointwise op before a group norm") {
+    if (norm.empty()) return out.why = norm_why, out;
+    const fs::path dir = default_targets_dir() / "chain";
+    const struct {
+      const char* backend;
+      const char* file;
+      json params;
+    } specs[] = {{"cpu", "cpu_group_norm_prologue.cpp", json{{"ISA", {0, 2, 3}}}},
+                 {"cuda", "cuda_group_norm_prologue.cu", json{{"BLOCK", {512, 256, 1024}}}}};
+    for (const auto& spec : specs) {
+      Strategy s;
+      s.name = "group_norm_prologue";
+      s.backend = spec.backend;
+      s.source = dir / spec.file;
+      s.params = spec.params;
+      s.note = "the chain's ops before its group norm applied as each element is read, the rest before it is stored";
+      s.text = load_template(s.source);
+      const size_t at = s.text.find(kMarker);
+      if (at == std::string::npos) throw std::runtime_error(s.source.string() + " has no FORGE_CHAIN line");
+      s.text.replace(at, kMarker.size(), norm);
+      out.strategies.push_back(std::move(s));
+    }
     return out;
   }
   int64_t row = 0;

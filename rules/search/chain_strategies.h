@@ -39,6 +39,15 @@ std::string chain_definition(const Target& t, std::string* why);
 // store: targets/_common/chain_epilogue.h), or "" with *why.
 std::string head_definition(const Target& t, std::string* why);
 
+// Pointwise ops of the table (batch norms in eval mode among them) before a
+// native_group_norm that reads the last of them, and pointwise ops after it
+// (conv -> add bias -> sigmoid -> GroupNorm): the text that makes
+// targets/chain/'s group_norm_prologue templates compute it (chain_prologue
+// on each element as it is read, the norm's sizes and eps as CHAIN_GN_*, its
+// weight and bias read per channel, chain_finish before each store), or "" with
+// *why ("no pointwise op before a group norm" when the chain is not one).
+std::string norm_definition(const Target& t, std::string* why);
+
 // An RMSNorm spelled as ops, as Hugging Face's float32 RMSNorm modules run it:
 // pow(x, 2) -> mean(-1, keepdim) -> add(eps, a Python number) -> rsqrt ->
 // mul(x, .) -> mul(weight, .), either operand order, x one input of the chain

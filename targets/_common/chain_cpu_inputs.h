@@ -19,6 +19,8 @@ inline vf chain_lanes(const ChainPtrs& p, int64_t j, int64_t m, int64_t inner, i
       return m == W ? load(x + j) : load_part(x + j, m, x[j]);
     } else if (n == 1 && n2 == 1) {
       return splat(to_f32(x[0]));
+    } else if (n2 == 1 && inner > 1 && j / inner == (j + m - 1) / inner) {  // one element for all lanes (a channel's)
+      return splat(to_f32(x[(j / inner) % n]));
     } else if (inner == 1 && j % n + m <= n) {  // the lanes are neighbours in the input too
       const T* at = x + chain_bcast_index(j, inner, n, inner2, n2);
       return m == W ? load(at) : load_part(at, m, at[0]);

@@ -255,7 +255,7 @@ TEST_CASE("a batch norm in eval mode heads a pointwise chain, its parameters rea
   Target per_row = bn_add_relu();  // a parameter of another size than the channels
   per_row.args[2] = tensor({5});
   per_row.chain["ops"][0]["args"][2] = input(tensor({5}), 2);
-  CHECK(refused(per_row) == "input 2 (a batch norm's parameter) is not one value per channel");
+  CHECK(refused(per_row) == "input 2 (a norm's parameter) is not one value per channel");
 
   // The CPU kernel against double: (x - mean) / sqrt(var + eps) * w + b + r, then ReLU.
   test::TempDir tmp;
@@ -360,6 +360,93 @@ TEST_CASE("a group norm followed by pointwise ops runs in the group_norm templat
   plain.chain["ops"][0]["args"][1] = {{"type", "None"}};
   CHECK(head_definition(plain, &why).empty());
   CHECK(why.find("weight is not the chain's input 1") != std::string::npos);
+}
+
+// add(x, bias per channel) -> sigmoid -> group_norm(w, b, G 4, eps) -> mul(0.5, a
+// Python number): KernelBench level 2's conv -> add -> sigmoid -> GroupNorm
+// tail, on x of `sizes` ([N, 8, ...]; HxW the product of the rest).
+Target add_sigmoid_gn(std::vector<int64_t> sizes) {
+  const json x = tensor(sizes), w = tensor({8}), half = tensor({}, "float64");
+  std::vector<int64_t> per_channel(sizes.size() - 1, 1);
+  per_channel[0] = 8;
+  const json bias = tensor(per_channel);
+  int64_t hw = 1;
+  for (size_t d = 2; d < sizes.size(); ++d) hw *= sizes[d];
+  Target t;
+  t.op = "forge_chain::c_gnp";
+  t.args = json::array({x, bias, w, w, half});
+  t.outputs = json::array({x});
+  json ops = json::array();
+  ops.push_back({{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {input(x, 0), input(bias, 1), number(1)}}});
+  ops.push_back({{"op", "aten::sigmoid"}, {"overload", ""}, {"args", {link(x, 0)}}});
+  ops.push_back({{"op", "aten::native_group_norm"},
+                 {"overload", ""},
+                 {"args", {link(x, 1), input(w, 2), input(w, 3), {{"type", "int"}, {"value", sizes[0]}},
+                           {{"type", "int"}, {"value", 8}}, {{"type", "int"}, {"value", hw}},
+                           {{"type", "int"}, {"value", 4}}, number(1e-5)}}});
+  ops.push_back({{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {link(x, 2), input(half, 4)}}});
+  t.chain = {{"inputs", 5}, {"ops", ops}, {"outputs", 1}};
+  return t;
+}
+
+TEST_CASE("pointwise ops before a group norm run as its prologue, those after it as its finish") {
+  for (const auto& sizes : {std::vector<int64_t>{2, 8, 3, 5}, std::vector<int64_t>{6, 8}}) {
+    CAPTURE(sizes.size());
+    const Target t = add_sigmoid_gn(sizes);
+    std::string why;
+    const std::string def = norm_definition(t, &why);
+    CAPTURE(why);
+    REQUIRE_FALSE(def.empty());
+    CHECK(def.find("#define CHAIN_GN_W 2 ") != std::string::npos);
+    const auto strategies = chain_strategies(t).strategies;
+    std::vector<std::string> names;
+    for (const auto& s : strategies) names.push_back(s.backend + ":" + s.name);
+    CHECK(names == std::vector<std::string>{"cpu:group_norm_prologue", "cuda:group_norm_prologue"});
+    const int64_t N = sizes[0], HW = sizes.size() > 2 ? sizes[2] * sizes[3] : 1, numel = N * 8 * HW;
+    std::vector<float> x(static_cast<size_t>(numel)), bias(8), w(8), b(8), y(x.size(), NAN);
+    double half = 0.5;
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 3.0 + 1.0);
+    for (size_t c = 0; c < 8; ++c)
+      bias[c] = 0.3f * static_cast<float>(c) - 1.0f, w[c] = 0.5f + 0.125f * static_cast<float>(c),
+      b[c] = 0.25f * static_cast<float>(c) - 1.0f;
+    // In double: v = sigmoid(x + bias[c]); group norm over (n, g) slices of 2 channels; times 0.5.
+    std::vector<double> v(x.size()), want(x.size());
+    for (int64_t j = 0; j < numel; ++j) v[static_cast<size_t>(j)] = 1.0 / (1.0 + std::exp(-(x[static_cast<size_t>(j)] + bias[static_cast<size_t>((j / HW) % 8)])));
+    const int64_t slice = 2 * HW;
+    for (int64_t s0 = 0; s0 < numel; s0 += slice) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < slice; ++i) mean += v[static_cast<size_t>(s0 + i)] / static_cast<double>(slice);
+      for (int64_t i = 0; i < slice; ++i) var += std::pow(v[static_cast<size_t>(s0 + i)] - mean, 2) / static_cast<double>(slice);
+      for (int64_t i = 0; i < slice; ++i) {
+        const size_t j = static_cast<size_t>(s0 + i), c = static_cast<size_t>(((s0 + i) / HW) % 8);
+        want[j] = ((v[j] - mean) / std::sqrt(var + 1e-5) * w[c] + b[c]) * 0.5;
+      }
+    }
+    test::TempDir tmp;
+    auto [lib, kernel] = load_cpu(strategies.at(0), tmp);
+    std::vector<int64_t> bias_sizes(sizes.size() - 1, 1);
+    bias_sizes[0] = 8;
+    forge_tensor in[5] = {view(x.data(), sizes, FORGE_FLOAT32), view(bias.data(), bias_sizes, FORGE_FLOAT32),
+                          view(w.data(), {8}, FORGE_FLOAT32), view(b.data(), {8}, FORGE_FLOAT32),
+                          view(&half, {}, FORGE_FLOAT64)};
+    forge_tensor out[1] = {view(y.data(), sizes, FORGE_FLOAT32)};
+    forge_call call{};
+    call.inputs = in, call.n_inputs = 5, call.outputs = out, call.n_outputs = 1;
+    REQUIRE(kernel(&call) == 0);
+    for (size_t j = 0; j < y.size(); ++j) {
+      CAPTURE(j);
+      CHECK(std::fabs(y[j] - want[j]) <= 2e-5 * (1.0 + std::fabs(want[j])));
+    }
+    in[2] = view(w.data(), {4}, FORGE_FLOAT32);  // another weight size: declined
+    CHECK(kernel(&call) != 0);
+  }
+  // Refused: the norm reads a tensor from outside instead of the op before it.
+  Target outside = add_sigmoid_gn({2, 8, 3, 5});
+  outside.chain["ops"][2]["args"][0] = input(tensor({2, 8, 3, 5}), 0);
+  std::string why;
+  CHECK(norm_definition(outside, &why).empty());
+  CHECK(why == "op 2 (native_group_norm) does not read the op before it");
+  CHECK(chain_strategies(outside).why == why);
 }
 
 // Hugging Face's float32 RMSNorm as ops: x [3, 8, 64] (read by pow and by

@@ -1,0 +1,160 @@
+/* chain, CPU strategy "group_norm_prologue": pointwise ops, a group norm that
+ * reads their result, pointwise ops after it (conv -> add bias -> sigmoid ->
+ * GroupNorm), in one kernel: the prologue's result is never stored.
+ *
+ * forge generates the chain's part from the target (rules/search/
+ * chain_strategies.h, norm_definition) and puts it where the FORGE_CHAIN line
+ * stands: the inputs and how each is indexed at output element j
+ * (CHAIN_INPUT_LIST; the norm's weight and bias per channel), chain_prologue
+ * (the ops before the norm), the norm's sizes and eps (CHAIN_GN_*), which
+ * inputs are its weight and bias (CHAIN_GN_W/B, -1: none) and chain_finish
+ * (the norm's result r rounded as stock stores it, then the ops after it).
+ * Without it (this file alone) the chain is relu -> GroupNorm(2, 8) on [2, 8, 15].
+ *
+ * Math: per sample n and group g, over the slice of C/G channels x HxW of the
+ * prologue's values v (fp32, each op rounded where a 16-bit stock op stores):
+ * shifted one-read moments (K = the slice's first v): mean = K + S1/n,
+ * var = S2/n - (S1/n)^2, rstd = 1/sqrt(max(var, 0) + eps); per channel
+ * scale = rstd * w[c], bias = b[c] - scale * mean; r = v * scale + bias, the
+ * stock CPU group norm's arithmetic (up to its fma roundings). The prologue is computed twice (once
+ * per pass) from its inputs, which the slice keeps in cache between passes.
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * the inputs and output as generated (chain_checks.h), every tensor's sizes
+ * exactly the captured ones. Single-threaded.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "forge_kernel.h"
+
+#include "../_common/chain_checks.h"  // CHAIN_FULL/BCAST/VALUE and the call's checks (host code, before the ISA region)
+
+#pragma GCC diagnostic ignored "-Wpsabi" /* vectors wider than the target ISA are fine: all inline */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized" /* GCC 12 false positives inside the fp16 */
+#pragma GCC diagnostic ignored "-Wuninitialized"      /* conversion intrinsics (_mm512_cvt*ph*) */
+
+#ifndef FORGE_P_ISA
+#define FORGE_P_ISA 0 /* 0: as compiled (-march); 2: AVX2 paths; 3: AVX-512 paths (run-time checked) */
+#endif
+
+#include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/pointwise_cpu_math.h"  // pw_k, pw_sel, pw_exp, ... on vf
+#include "../_common/pointwise_ops.h"  // the op table: pw_op_unary, pw_op_binary
+
+#define CHAIN_F32 float
+#define CHAIN_BF16 bf16
+#define CHAIN_F16 f16
+
+// FORGE_CHAIN (forge replaces this line with the generated chain)
+#ifndef CHAIN_INPUTS  // the template alone: relu(x) -> group norm (2 groups) with weight and bias
+#define CHAIN_INPUTS 3
+#define CHAIN_Y CHAIN_F32
+#define CHAIN_Y_DTYPE FORGE_FLOAT32
+constexpr int64_t kChainNumel = 240;
+#define CHAIN_INPUT_LIST(X)                                 \
+  X(0, CHAIN_F32, FORGE_FLOAT32, CHAIN_FULL, 1, 240, 1, 1) \
+  X(1, CHAIN_F32, FORGE_FLOAT32, CHAIN_BCAST, 15, 8, 1, 1) \
+  X(2, CHAIN_F32, FORGE_FLOAT32, CHAIN_BCAST, 15, 8, 1, 1)
+#define CHAIN_GN_N 2LL
+#define CHAIN_GN_C 8LL
+#define CHAIN_GN_HW 15LL
+#define CHAIN_GN_G 2LL
+#define CHAIN_GN_EPS 1e-5f
+#define CHAIN_GN_W 1
+#define CHAIN_GN_B 2
+template <class V>
+PW_FN V chain_prologue(const V* in) {
+  const PwScalars none{0.0f, 0.0f, 0.0f, 0, 0, 0};
+  return pw_op_unary<PW_relu>(in[0], none);
+}
+template <class V>
+PW_FN V chain_finish(const V*, V r) {
+  return r;
+}
+inline bool chain_shapes_ok(const forge_call* call) {
+  static const int64_t x[] = {2, 8, 3, 5}, c[] = {8};
+  return chain_sizes_are(call->outputs[0], x, 4) && chain_sizes_are(call->inputs[0], x, 4) &&
+         chain_sizes_are(call->inputs[1], c, 1) && chain_sizes_are(call->inputs[2], c, 1);
+}
+#endif
+#include "../_common/chain_cpu_inputs.h"  // ChainPtrs, chain_lanes, CHAIN_CHECK
+
+static_assert(CHAIN_GN_N * CHAIN_GN_C * CHAIN_GN_HW == kChainNumel, "the norm's sizes are the output's");
+static_assert(CHAIN_GN_G > 0 && CHAIN_GN_C % CHAIN_GN_G == 0, "C divisible by the group count");
+
+#define CHAIN_LOAD(k, T, DT, MODE, INNER, NN, INNER2, NN2) in[k] = chain_lanes<k, T, MODE>(p, j, m, INNER, NN, INNER2, NN2);
+
+// The chain's inputs at output elements j .. j+m-1 (m <= W).
+struct Lanes {
+  vf in[CHAIN_INPUTS];
+  Lanes(const ChainPtrs& p, int64_t j, int64_t m) { CHAIN_INPUT_LIST(CHAIN_LOAD) }
+};
+
+// S1 and S2 of the prologue's values over [from, from + n), shifted by K.
+inline void slice_sums(const ChainPtrs& p, int64_t from, int64_t n, vf K, vf& s1, vf& s2) {
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const vf d = chain_prologue<vf>(Lanes(p, from + i, W).in) - K;
+    s1 += d;
+    s2 += d * d;
+  }
+  if (i < n) {
+    vf d = chain_prologue<vf>(Lanes(p, from + i, n - i).in) - K;
+    d = iota() < static_cast<int32_t>(n - i) ? d : splat(0.0f);
+    s1 += d;
+    s2 += d * d;
+  }
+}
+
+__attribute__((noinline)) int chain_run(const ChainPtrs& p) {
+  CHAIN_Y* y = static_cast<CHAIN_Y*>(p.y);
+  constexpr int64_t n = CHAIN_GN_C / CHAIN_GN_G * CHAIN_GN_HW;  // a (sample, group) slice, contiguous
+  for (int64_t s = 0; s < CHAIN_GN_N * CHAIN_GN_G; ++s) {
+    const int64_t off = s * n;
+    const float K = chain_prologue<vf>(Lanes(p, off, 1).in)[0];
+    vf s1 = splat(0.0f), s2 = splat(0.0f);
+    slice_sums(p, off, n, splat(K), s1, s2);
+    const float m1 = hsum(s1) / static_cast<float>(n);
+    const float var = hsum(s2) / static_cast<float>(n) - m1 * m1;
+    const float mean = K + m1;
+    float rstd = 1.0f / sqrtf((var > 0.0f ? var : 0.0f) + CHAIN_GN_EPS);
+    if (var != var) rstd = var;  // keep NaN
+    // The slice's lanes in order; a lane's weight and bias are its channel's
+    // (chain_lanes splats them within one channel, gathers across a boundary).
+    for (int64_t i = 0; i < n; i += W) {
+      const int64_t m = n - i < W ? n - i : W;
+      Lanes l(p, off + i, m);
+      const vf v = chain_prologue<vf>(l.in);
+#if CHAIN_GN_W >= 0
+      const vf scale = splat(rstd) * l.in[CHAIN_GN_W];
+#else
+      const vf scale = splat(rstd);
+#endif
+#if CHAIN_GN_B >= 0
+      const vf bias = l.in[CHAIN_GN_B] - scale * splat(mean);
+#else
+      const vf bias = splat(0.0f) - scale * splat(mean);
+#endif
+      const vf r = chain_finish<vf>(l.in, v * scale + bias);
+      if (m == W) store(y + off + i, r);
+      else store_part(y + off + i, r, m);
+    }
+  }
+  return 0;
+}
+
+#include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok and the host-side tensor checks
+
+extern "C" int forge_kernel(const forge_call* call) {
+  if (!call || call->n_inputs != CHAIN_INPUTS || !chain_output_ok(call, CHAIN_Y_DTYPE, kChainNumel) || !cpu_ok() ||
+      !chain_shapes_ok(call))
+    return 1;
+  ChainPtrs p{};
+  CHAIN_INPUT_LIST(CHAIN_CHECK)
+  p.y = call->outputs[0].data;
+  if (kChainNumel == 0) return 0;
+  return chain_run(p);
+}

@@ -1,0 +1,134 @@
+/* chain, CUDA strategy "group_norm_prologue": pointwise ops, a group norm
+ * that reads their result, pointwise ops after it (conv -> add bias ->
+ * sigmoid -> GroupNorm), in one kernel: the prologue's result is never stored.
+ *
+ * forge generates the chain's part from the target (rules/search/
+ * chain_strategies.h, norm_definition) and puts it where the FORGE_CHAIN line
+ * stands, as for the CPU template (cpu_group_norm_prologue.cpp). Without it
+ * (this file alone) the chain is y = silu(x) * x, which has no norm: the
+ * kernel is compiled for checking only then and declines every call.
+ *
+ * Math: one block per (sample, group) slice of C/G channels x HxW: the
+ * prologue's values v in fp32, shifted moments (K = the slice's first v),
+ * mean = K + S1/n, var = S2/n - (S1/n)^2, rstd = 1/sqrt(max(var, 0) + eps);
+ * r = v * (rstd * w[c]) + (b[c] - rstd * w[c] * mean), then chain_finish.
+ * The prologue is computed in both passes (its inputs read twice; a slice of
+ * up to a few MB is read again from L2).
+ *
+ * Assumptions, checked at run time (nonzero return = the package falls back):
+ * the inputs and output as generated (chain_checks.h), every tensor's sizes
+ * exactly the captured ones. A launch failure returns 1.
+ * Compiled here (nvcc 13, sm_90a) but not run on this machine: no GPU.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "forge_kernel.h"
+
+#ifndef FORGE_P_BLOCK
+#define FORGE_P_BLOCK 512 /* threads per block (one block per slice): 256, 512, 1024 */
+#endif
+
+#include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/pointwise_cuda_math.cuh"  // pw_k, pw_sel, pw_exp, ... on float
+#include "../_common/pointwise_ops.h"  // the op table: pw_op_unary, pw_op_binary
+#include "../_common/chain_checks.h"  // CHAIN_FULL/BCAST/VALUE and the call's checks
+
+#define CHAIN_F32 float
+#define CHAIN_BF16 __nv_bfloat16
+#define CHAIN_F16 __half
+
+// FORGE_CHAIN (forge replaces this line with the generated chain)
+#include "../_common/chain_default.h"  // the template alone: no norm (below)
+#include "../_common/chain_cuda_inputs.cuh"  // ChainPtrs, chain_in, CHAIN_CHECK
+
+#ifndef CHAIN_GN_N  // the template alone: a chain without a norm, declined at run time
+#define CHAIN_GN_N 0LL
+#define CHAIN_GN_C 1LL
+#define CHAIN_GN_HW 1LL
+#define CHAIN_GN_G 1LL
+#define CHAIN_GN_EPS 1e-5f
+#define CHAIN_GN_W -1
+#define CHAIN_GN_B -1
+template <class V>
+__device__ __forceinline__ V chain_prologue(const V* in) {
+  return in[0];
+}
+template <class V>
+__device__ __forceinline__ V chain_finish(const V*, V r) {
+  return r;
+}
+#define CHAIN_GN_ALONE 1
+#endif
+
+namespace {
+
+constexpr int BLOCK = FORGE_P_BLOCK;
+static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32, 64 to 1024");
+static_assert(CHAIN_GN_G > 0 && CHAIN_GN_C % CHAIN_GN_G == 0, "C divisible by the group count");
+constexpr int64_t kSlice = CHAIN_GN_C / CHAIN_GN_G * CHAIN_GN_HW;
+
+#define CHAIN_LOAD_1(k, T, DT, MODE, INNER, NN, INNER2, NN2) v[k] = chain_in<k, T, MODE>(p, j, INNER, NN, INNER2, NN2);
+
+// The chain's inputs at output element j.
+struct At {
+  float v[CHAIN_INPUTS];
+  __device__ __forceinline__ At(const ChainPtrs& p, int64_t j) { CHAIN_INPUT_LIST(CHAIN_LOAD_1) }
+};
+
+__global__ void __launch_bounds__(BLOCK) chain_group_norm(ChainPtrs p) {
+  __shared__ float scratch[32];
+  CHAIN_Y* y = static_cast<CHAIN_Y*>(p.y);
+  const int64_t off = static_cast<int64_t>(blockIdx.x) * kSlice;
+  const float K = chain_prologue<float>(At(p, off).v);
+  float s1 = 0.0f, s2 = 0.0f;
+  for (int64_t i = threadIdx.x; i < kSlice; i += BLOCK) {
+    const float d = chain_prologue<float>(At(p, off + i).v) - K;
+    s1 += d;
+    s2 = fmaf(d, d, s2);
+  }
+  s1 = block_sum(s1, scratch);
+  s2 = block_sum(s2, scratch);
+  const float m1 = s1 / static_cast<float>(kSlice);
+  const float var = s2 / static_cast<float>(kSlice) - m1 * m1;
+  const float mean = K + m1;
+  float rstd = rsqrtf((var > 0.0f ? var : 0.0f) + CHAIN_GN_EPS);
+  if (var != var) rstd = var;  // keep NaN
+  for (int64_t i = threadIdx.x; i < kSlice; i += BLOCK) {
+    const At a(p, off + i);
+    const float v = chain_prologue<float>(a.v);
+#if CHAIN_GN_W >= 0
+    const float scale = rstd * a.v[CHAIN_GN_W];
+#else
+    const float scale = rstd;
+#endif
+#if CHAIN_GN_B >= 0
+    const float bias = a.v[CHAIN_GN_B] - scale * mean;
+#else
+    const float bias = -scale * mean;
+#endif
+    y[off + i] = Io<CHAIN_Y>::from(chain_finish<float>(a.v, fmaf(v, scale, bias)));
+  }
+}
+
+}  // namespace
+
+extern "C" int forge_kernel(const forge_call* call) {
+#ifdef CHAIN_GN_ALONE
+  if (call) return 1;
+#endif
+  if (!call || call->n_inputs != CHAIN_INPUTS || !chain_output_ok(call, CHAIN_Y_DTYPE, kChainNumel) ||
+      !chain_shapes_ok(call) || CHAIN_GN_N * CHAIN_GN_C * CHAIN_GN_HW != kChainNumel)
+    return 1;
+  ChainPtrs p{};
+  CHAIN_INPUT_LIST(CHAIN_CHECK)
+  p.y = call->outputs[0].data;
+  if (kChainNumel == 0) return 0;
+  const int64_t slices = CHAIN_GN_N * CHAIN_GN_G;
+  if (slices > 2147483647LL) return 1;
+  chain_group_norm<<<static_cast<unsigned>(slices), BLOCK, 0, static_cast<cudaStream_t>(call->stream)>>>(p);
+  return launch_status();
+}
