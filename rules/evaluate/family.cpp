@@ -317,7 +317,12 @@ Family derive_family(const Target& t) {
       "  float64: {atol: 1.0e-12, rtol: 1.0e-10}\n"
       "  float16: {atol: 1.0e-3, rtol: 1.0e-3}\n"
       "  bfloat16: {atol: 4.0e-3, rtol: 1.6e-2}\n"
-      "cost: {reads: [" + reads + "], writes: [" + writes + "]}\n";
+      "cost: {reads: [" + reads + "], writes: [" + writes + "]}\n" +
+      (t.chain.is_object()
+           ? "# The stock chain rounds every intermediate to its dtype; a fused kernel nearer\n"
+             "# the float64 chain than that is not wrong (compare.h's second chance).\n"
+             "compare_float64: true\n"
+           : "");
   Family f = family_from_text(text, "derived family of " + t.op, /*in_folder=*/false);
   f.path.clear();
   f.derived = true;

@@ -33,7 +33,8 @@ const std::map<std::string, TableOp>& table() {
       {"exp", {"PW_exp", false}},           {"sqrt", {"PW_sqrt", false}},
       {"rsqrt", {"PW_rsqrt", false}},       {"add.Tensor", {"PW_add", true}},
       {"sub.Tensor", {"PW_sub", true}},     {"mul.Tensor", {"PW_mul", true}},
-      {"div.Tensor", {"PW_div", true}},
+      {"div.Tensor", {"PW_div", true}},     {"maximum", {"PW_maximum", true}},
+      {"minimum", {"PW_minimum", true}},
   };
   return t;
 }
@@ -310,9 +311,14 @@ bool chain_inputs(const Target& t, std::string* list, std::string* shapes, std::
               std::to_string(n2) + ")";
     };
     if (!is_tensor(a)) return *why = where + " is not a tensor", false;
-    if ((dtype == "float64" || dtype == "int64") && product(sizes) == 1 && a.value("device", "cpu") == "cpu") {
+    const bool host_scalar = product(sizes) == 1 && a.value("device", "cpu") == "cpu";
+    if ((dtype == "float64" || dtype == "int64") && host_scalar) {
       // A Python number (x * 0.5, x / 2), read on the host.
       add("CHAIN_F32", dtype == "float64" ? "FORGE_FLOAT64" : "FORGE_INT64", "CHAIN_VALUE", 1, 1);
+    } else if (dtype == "float32" && host_scalar && out.value("device", "cpu") != "cpu") {
+      // A CPU 0-dim tensor beside device tensors (torch.min(x, torch.tensor(c))):
+      // the kernel cannot read host memory, so it is read on the host too.
+      add("CHAIN_F32", "FORGE_FLOAT32", "CHAIN_VALUE", 1, 1);
     } else if (!storage(dtype)) {
       return *why = where + " is " + dtype + " (the fused kernels read float32, bfloat16, float16)", false;
     } else if (!contiguous(a)) {

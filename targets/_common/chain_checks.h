@@ -5,7 +5,8 @@
 // two runs of the output's: element ((j / inner2) % n2) * n + (j / inner) % n;
 // a bias, a per-channel vector, a one-element tensor, an attention mask of
 // [batch, 1, q, k] beside [batch, heads, q, k]) or CHAIN_VALUE (a
-// Python number, float64 or int64, in host memory), one contiguous output of
+// Python number, float64 or int64, or a CUDA chain's float32 0-dim CPU tensor,
+// in host memory), one contiguous output of
 // kChainNumel elements; the generated chain_shapes_ok then checks every
 // tensor's exact sizes. Host code, shared by the CPU and CUDA templates.
 #define CHAIN_FULL 0
@@ -38,6 +39,7 @@ inline bool chain_input_ok(const forge_tensor& t, int32_t dtype, int mode, int64
     if (chain_numel(t) != 1 || !host_readable(t.data)) return false;
     if (t.dtype == FORGE_FLOAT64 && dtype == FORGE_FLOAT64) *value = static_cast<float>(*static_cast<const double*>(t.data));
     else if (t.dtype == FORGE_INT64 && dtype == FORGE_INT64) *value = static_cast<float>(*static_cast<const int64_t*>(t.data));
+    else if (t.dtype == FORGE_FLOAT32 && dtype == FORGE_FLOAT32) *value = *static_cast<const float*>(t.data);
     else return false;
     return true;
   }

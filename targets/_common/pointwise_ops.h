@@ -24,7 +24,8 @@
  *   clamp: s0 = min, s1 = max, has_lo / has_hi (None leaves that side open)
  *   pow (Tensor_Scalar): s0 = exponent, one of 2, 3, 0.5, -0.5, -1, -2, 1
  *   gelu: approximate "none" (tanh_approx = 0) or "tanh" (1)
- *   add, sub (Tensor): s0 = alpha                      */
+ *   add, sub (Tensor): s0 = alpha
+ *   maximum, minimum: NaN when either operand is NaN, as torch's      */
 #define PW_relu 1
 #define PW_leaky_relu 2
 #define PW_gelu 3
@@ -48,13 +49,15 @@
 #define PW_sub 102
 #define PW_mul 103
 #define PW_div 104
+#define PW_maximum 105
+#define PW_minimum 106
 #include "../_common/op_code.h"  // FORGE_OP_CODE
 
 #ifndef FORGE_P_OP
 #define FORGE_P_OP relu
 #endif
 #define PW_OP FORGE_OP_CODE(PW_)
-#if PW_OP < 1 || (PW_OP > PW_rsqrt && PW_OP < PW_add) || PW_OP > PW_div
+#if PW_OP < 1 || (PW_OP > PW_rsqrt && PW_OP < PW_add) || PW_OP > PW_minimum
 #error "FORGE_P_OP: not an op of the pointwise table (targets/_common/pointwise_ops.h)"
 #endif
 #define PW_BINARY (PW_OP >= PW_add)
@@ -214,6 +217,10 @@ template <int OP, class V> PW_FN V pw_op_binary(V a, V b, const PwScalars& s) {
     return a * b;
   } else if constexpr (OP == PW_div) {
     return a / b;
+  } else if constexpr (OP == PW_maximum) {
+    return pw_sel(a != a, a, pw_sel(b != b, b, pw_sel(a < b, b, a)));
+  } else if constexpr (OP == PW_minimum) {
+    return pw_sel(a != a, a, pw_sel(b != b, b, pw_sel(b < a, b, a)));
   } else {
     (void)b;
     return a;

@@ -13,11 +13,12 @@
  *
  * Math: per sample n and group g, over the slice of C/G channels x HxW of the
  * prologue's values v (fp32, each op rounded where a 16-bit stock op stores):
- * shifted one-read moments (K = the slice's first v): mean = K + S1/n,
- * var = S2/n - (S1/n)^2, rstd = 1/sqrt(max(var, 0) + eps); per channel
- * scale = rstd * w[c], bias = b[c] - scale * mean; r = v * scale + bias, the
- * stock CPU group norm's arithmetic (up to its fma roundings). The prologue is computed twice (once
- * per pass) from its inputs, which the slice keeps in cache between passes.
+ * mean = sum v / n, var = sum (v - mean)^2 / n (biased; both sums in fp32
+ * vectors of 64 steps, added in double), rstd = 1/sqrt(var + eps); per
+ * channel scale = rstd * w[c], bias = b[c] - scale * mean; r = v * scale +
+ * bias, the stock group norm's arithmetic up to its roundings. The prologue is
+ * computed three times (mean, variance, output) from its inputs, which a
+ * slice of up to a few hundred KB keeps in cache between the passes.
  *
  * Assumptions, checked at run time (nonzero return = the package falls back):
  * the inputs and output as generated (chain_checks.h), every tensor's sizes
@@ -93,20 +94,25 @@ struct Lanes {
   Lanes(const ChainPtrs& p, int64_t j, int64_t m) { CHAIN_INPUT_LIST(CHAIN_LOAD) }
 };
 
-// S1 and S2 of the prologue's values over [from, from + n), shifted by K.
-inline void slice_sums(const ChainPtrs& p, int64_t from, int64_t n, vf K, vf& s1, vf& s2) {
+// The sum over [from, from + n) of f(v), v the prologue's values: fp32 vector
+// sums of up to 64 vectors each, added in double, so the error does not grow
+// with the slice (a 3D conv's group has tens of thousands of elements).
+template <class F>
+inline double slice_sum(const ChainPtrs& p, int64_t from, int64_t n, F f) {
+  double total = 0.0;
   int64_t i = 0;
-  for (; i + W <= n; i += W) {
-    const vf d = chain_prologue<vf>(Lanes(p, from + i, W).in) - K;
-    s1 += d;
-    s2 += d * d;
+  while (i < n) {
+    vf acc = splat(0.0f);
+    const int64_t stop = n - i > 64 * W ? i + 64 * W : n;
+    for (; i + W <= stop; i += W) acc += f(chain_prologue<vf>(Lanes(p, from + i, W).in));
+    if (i < stop) {
+      const vf d = f(chain_prologue<vf>(Lanes(p, from + i, stop - i).in));
+      acc += iota() < static_cast<int32_t>(stop - i) ? d : splat(0.0f);
+      i = stop;
+    }
+    total += static_cast<double>(hsum(acc));
   }
-  if (i < n) {
-    vf d = chain_prologue<vf>(Lanes(p, from + i, n - i).in) - K;
-    d = iota() < static_cast<int32_t>(n - i) ? d : splat(0.0f);
-    s1 += d;
-    s2 += d * d;
-  }
+  return total;
 }
 
 __attribute__((noinline)) int chain_run(const ChainPtrs& p) {
@@ -114,14 +120,10 @@ __attribute__((noinline)) int chain_run(const ChainPtrs& p) {
   constexpr int64_t n = CHAIN_GN_C / CHAIN_GN_G * CHAIN_GN_HW;  // a (sample, group) slice, contiguous
   for (int64_t s = 0; s < CHAIN_GN_N * CHAIN_GN_G; ++s) {
     const int64_t off = s * n;
-    const float K = chain_prologue<vf>(Lanes(p, off, 1).in)[0];
-    vf s1 = splat(0.0f), s2 = splat(0.0f);
-    slice_sums(p, off, n, splat(K), s1, s2);
-    const float m1 = hsum(s1) / static_cast<float>(n);
-    const float var = hsum(s2) / static_cast<float>(n) - m1 * m1;
-    const float mean = K + m1;
-    float rstd = 1.0f / sqrtf((var > 0.0f ? var : 0.0f) + CHAIN_GN_EPS);
-    if (var != var) rstd = var;  // keep NaN
+    const float mean = static_cast<float>(slice_sum(p, off, n, [](vf v) { return v; }) / static_cast<double>(n));
+    const vf mv = splat(mean);
+    const double var = slice_sum(p, off, n, [mv](vf v) { return (v - mv) * (v - mv); }) / static_cast<double>(n);
+    const float rstd = static_cast<float>(1.0 / sqrt(var + static_cast<double>(CHAIN_GN_EPS)));  // NaN stays NaN
     // The slice's lanes in order; a lane's weight and bias are its channel's
     // (chain_lanes splats them within one channel, gathers across a boundary).
     for (int64_t i = 0; i < n; i += W) {

@@ -9,11 +9,11 @@
  * kernel is compiled for checking only then and declines every call.
  *
  * Math: one block per (sample, group) slice of C/G channels x HxW: the
- * prologue's values v in fp32, shifted moments (K = the slice's first v),
- * mean = K + S1/n, var = S2/n - (S1/n)^2, rstd = 1/sqrt(max(var, 0) + eps);
+ * prologue's values v in fp32; mean = sum v / n, var = sum (v - mean)^2 / n,
+ * each thread's terms and the block's sum in double;
  * r = v * (rstd * w[c]) + (b[c] - rstd * w[c] * mean), then chain_finish.
- * The prologue is computed in both passes (its inputs read twice; a slice of
- * up to a few MB is read again from L2).
+ * The prologue is computed in all three passes (mean, variance, output): its
+ * inputs are read three times, a slice of up to a few MB again from L2.
  *
  * Assumptions, checked at run time (nonzero return = the package falls back):
  * the inputs and output as generated (chain_checks.h), every tensor's sizes
@@ -79,24 +79,34 @@ struct At {
   __device__ __forceinline__ At(const ChainPtrs& p, int64_t j) { CHAIN_INPUT_LIST(CHAIN_LOAD_1) }
 };
 
+// A block-wide sum in double (every thread gets it); scratch: 32 doubles.
+__device__ __forceinline__ double block_sum_d(double v, double* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();  // scratch may still be read from a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0;
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
 __global__ void __launch_bounds__(BLOCK) chain_group_norm(ChainPtrs p) {
-  __shared__ float scratch[32];
+  __shared__ double scratch[32];
   CHAIN_Y* y = static_cast<CHAIN_Y*>(p.y);
   const int64_t off = static_cast<int64_t>(blockIdx.x) * kSlice;
-  const float K = chain_prologue<float>(At(p, off).v);
-  float s1 = 0.0f, s2 = 0.0f;
+  double s1 = 0.0;
+  for (int64_t i = threadIdx.x; i < kSlice; i += BLOCK) s1 += chain_prologue<float>(At(p, off + i).v);
+  const float mean = static_cast<float>(block_sum_d(s1, scratch) / static_cast<double>(kSlice));
+  double s2 = 0.0;
   for (int64_t i = threadIdx.x; i < kSlice; i += BLOCK) {
-    const float d = chain_prologue<float>(At(p, off + i).v) - K;
-    s1 += d;
-    s2 = fmaf(d, d, s2);
+    const float d = chain_prologue<float>(At(p, off + i).v) - mean;
+    s2 += static_cast<double>(d * d);
   }
-  s1 = block_sum(s1, scratch);
-  s2 = block_sum(s2, scratch);
-  const float m1 = s1 / static_cast<float>(kSlice);
-  const float var = s2 / static_cast<float>(kSlice) - m1 * m1;
-  const float mean = K + m1;
-  float rstd = rsqrtf((var > 0.0f ? var : 0.0f) + CHAIN_GN_EPS);
-  if (var != var) rstd = var;  // keep NaN
+  const double var = block_sum_d(s2, scratch) / static_cast<double>(kSlice);
+  const float rstd = static_cast<float>(rsqrt(var + static_cast<double>(CHAIN_GN_EPS)));  // NaN stays NaN
   for (int64_t i = threadIdx.x; i < kSlice; i += BLOCK) {
     const At a(p, off + i);
     const float v = chain_prologue<float>(a.v);

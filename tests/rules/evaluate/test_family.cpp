@@ -245,6 +245,10 @@ TEST_CASE("a chain target's derived family says what the fused kernel computes, 
   CHECK(f.text.find("#   op0 = aten::exp(input 0)\n") != std::string::npos);
   CHECK(f.text.find("#   op1 = aten::add.Tensor(op0 return 0, input 1, 2)\n") != std::string::npos);
   CHECK(f.spec["cost"]["reads"] == json::array({0, 1}));
+  // A fused kernel nearer the float64 chain than the stock chain's per-op roundings is not wrong.
+  CHECK(f.spec.value("compare_float64", false));
+  t.chain = json();
+  CHECK_FALSE(derive_family(t).spec.value("compare_float64", false));
 }
 
 TEST_SUITE_END();

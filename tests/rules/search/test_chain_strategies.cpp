@@ -186,6 +186,45 @@ TEST_CASE("the generated CPU kernel computes the chain, broadcast and Python num
   CHECK(kernel(&call) != 0);
 }
 
+TEST_CASE("maximum and minimum are table ops that keep NaN; a CUDA chain reads a CPU 0-dim tensor on the host") {
+  // y = minimum(maximum(x, lo), c): lo [5] broadcast, c a 0-dim float32 tensor.
+  const json x = tensor({4, 5}), lo = tensor({5}), c = tensor({});
+  Target t;
+  t.op = "forge_chain::c_minmax";
+  t.args = json::array({x, lo, c});
+  t.outputs = json::array({x});
+  json ops = json::array();
+  ops.push_back({{"op", "aten::maximum"}, {"overload", ""}, {"args", {input(x, 0), input(lo, 1)}}});
+  ops.push_back({{"op", "aten::minimum"}, {"overload", ""}, {"args", {link(x, 0), input(c, 2)}}});
+  t.chain = {{"inputs", 3}, {"ops", ops}, {"outputs", 1}};
+  std::string why;
+  CHECK_MESSAGE(chain_definition(t, &why).find("X(2, CHAIN_F32, FORGE_FLOAT32, CHAIN_BCAST, ") != std::string::npos, why);
+  test::TempDir tmp;
+  auto [lib, kernel] = load_cpu(chain_strategies(t).strategies.at(0), tmp);
+  std::vector<float> xs(20), los{-1.0f, 0.0f, NAN, 0.5f, -0.25f}, y(20, 0.0f);
+  float cap = 0.75f;
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i % 7) * 0.5f - 1.5f;
+  xs[3] = NAN;
+  forge_tensor in[3] = {view(xs.data(), {4, 5}, FORGE_FLOAT32), view(los.data(), {5}, FORGE_FLOAT32),
+                        view(&cap, {}, FORGE_FLOAT32)};
+  forge_tensor out[1] = {view(y.data(), {4, 5}, FORGE_FLOAT32)};
+  forge_call call{};
+  call.inputs = in, call.n_inputs = 3, call.outputs = out, call.n_outputs = 1;
+  REQUIRE(kernel(&call) == 0);
+  for (size_t j = 0; j < 20; ++j) {
+    CAPTURE(j);
+    const float l = los[j % 5];
+    if (std::isnan(xs[j]) || std::isnan(l)) CHECK(std::isnan(y[j]));
+    else CHECK(y[j] == std::min(std::max(xs[j], l), cap));
+  }
+  // On CUDA the 0-dim CPU tensor is a value read on the host (the kernel cannot read host memory).
+  Target cuda = t;
+  for (auto* list : {&cuda.args, &cuda.outputs})
+    for (auto& a : *list) a["device"] = "cuda:0";
+  cuda.args[2]["device"] = "cpu";
+  CHECK_MESSAGE(chain_definition(cuda, &why).find("X(2, CHAIN_F32, FORGE_FLOAT32, CHAIN_VALUE, ") != std::string::npos, why);
+}
+
 TEST_CASE("the generated CPU kernel reads an input broadcast along two runs of dims") {
   Target t = chain();
   t.args[2] = tensor({4, 1, 5});  // as an attention mask [batch, 1, k] beside [batch, heads, k]
