@@ -262,7 +262,7 @@ Family derive_family(const Target& t) {
     chain_text = "# A chain of ATen ops, run one by one as the stock reference; the kernel computes\n"
                  "# them fused. Inputs are the tensors the chain reads from outside, in order (a\n"
                  "# tensor two ops read is one input where it was one tensor in every captured\n"
-                 "# call); outputs are the last op's returns. Python numbers (0-dim float64 or\n"
+                 "# call); outputs are the last op's returns the program reads. Python numbers (0-dim float64 or\n"
                  "# int64 inputs on the CPU: eps, factors) keep their captured value in fresh\n"
                  "# cases (verify.keep_args): a random eps would make the math ill-conditioned.\n";
     for (size_t i = 0; i < t.args.size(); ++i) {
