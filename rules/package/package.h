@@ -36,12 +36,6 @@ inline constexpr const char* kNoPackageFile = "none";
 inline constexpr size_t kMinSlowerRuns = 3;
 bool ran_slower(const std::vector<double>& stock, const std::vector<double>& forged);
 
-// The verdict on forge's routes into compiled graphs, whose burden is the
-// routes': Inductor's code for an op is the default a route replaces, so with
-// at least kMinSlowerRuns runs each way a forged median more than 1% slower
-// than stock's turns them off, overlapping runs or not.
-bool route_slower(const std::vector<double>& stock, const std::vector<double>& forged);
-
 // When the last end-to-end check of the current package failed for a model
 // (<store>/package/checks.json, written by PackageRule): which and why.
 std::optional<std::string> failed_package_check(const Manifest& manifest);

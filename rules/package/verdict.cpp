@@ -143,23 +143,15 @@ bool held_back(const json& rec) {
 
 // The verdict from a check record's compared runs, judged now (not cached
 // with the record, so a change of rule applies to old records too).
-std::vector<double> record_runs(const json& rec, const char* key) {
-  std::vector<double> v;
-  for (const auto& x : rec.value(key, json::array()))
-    if (x.is_number()) v.push_back(x.get<double>());
-  return v;
-}
-
 bool record_slower(const json& rec) {
+  auto runs = [&](const char* key) {
+    std::vector<double> v;
+    for (const auto& x : rec.value(key, json::array()))
+      if (x.is_number()) v.push_back(x.get<double>());
+    return v;
+  };
   // Held back, the runs compared stock with stock: nothing to judge.
-  return record_ok(rec) && !held_back(rec) &&
-         ran_slower(record_runs(rec, "compared_stock"), record_runs(rec, "compared_forged"));
-}
-
-// A compiled check's record (or one route's row) by route_slower.
-bool record_route_slower(const json& rec) {
-  return record_ok(rec) && !held_back(rec) &&
-         route_slower(record_runs(rec, "compared_stock"), record_runs(rec, "compared_forged"));
+  return record_ok(rec) && !held_back(rec) && ran_slower(runs("compared_stock"), runs("compared_forged"));
 }
 
 // A compiled run slower with every route that reaches the model, timed again
@@ -194,7 +186,7 @@ json per_route_trials(BuildContext& ctx, const ModelSpec& m, const Sides& compil
 std::set<std::string> routes_to_turn_off(const json& compiled, const std::set<std::string>& routed) {
   std::set<std::string> off;
   for (const auto& row : compiled.value("per_route", json::array()))
-    if (!record_ok(row) || record_route_slower(row)) off.insert(row.value("target", ""));
+    if (!record_ok(row) || record_slower(row)) off.insert(row.value("target", ""));
   // Failed, not split per route, or no route slower alone (they cost the model
   // together): every route that reaches it goes.
   return compiled.value("failed", false) || off.empty() ? routed : off;
@@ -229,11 +221,6 @@ json merge_package_reports(const fs::path& dir) {
   for (const auto& [k, n] : fallback)
     out["fallback"].push_back({{"op", k.first}, {"signature", k.second}, {"calls", n}});
   return out;
-}
-
-bool route_slower(const std::vector<double>& stock, const std::vector<double>& forged) {
-  if (stock.size() < kMinSlowerRuns || forged.size() < kMinSlowerRuns) return false;
-  return median(forged) > 0 && median(stock) / median(forged) < 0.99;
 }
 
 bool ran_slower(const std::vector<double>& stock, const std::vector<double>& forged) {
@@ -359,14 +346,14 @@ Verdicts check_package(BuildContext& ctx, const Assembly& assembly, const std::s
       cspec.run = [&ctx, &m, compiled, runs, routed] {
         json r = end_to_end(ctx, m, compiled, runs);
         if (!record_ok(r) && r.value("mismatches", 0L) == 0) r["status"] = "ok", r["failed"] = true;
-        if (record_ok(r) && !r.value("failed", false) && routed.size() > 1 && record_route_slower(r)) {
+        if (record_ok(r) && !r.value("failed", false) && routed.size() > 1 && record_slower(r)) {
           r["per_route"] = per_route_trials(ctx, m, compiled, routed, runs);
         }
         return r;
       };
       if (auto c = ctx.step(cspec, m.name)) {
         json crec = c->record;
-        crec["slower"] = record_route_slower(crec);
+        crec["slower"] = record_slower(crec);
         crec["sides"] = "compiled graphs on Inductor's code (stock_*) and with forge's routes (forged_*), "
                         "the library loaded in both";
         // Mismatches fail the build; a run that did not finish, or a slower
