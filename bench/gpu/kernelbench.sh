@@ -26,8 +26,11 @@ fi
 work=/tmp/forge-kernelbench; mkdir -p "$work"
 results="$work/results-${shard/\//-of-}.jsonl"
 left=$(( ${KB_DEADLINE:-560} - ($(date +%s) - start) ))
+# The results so far into $OUT every 15 s: a call stopped at its limit still returns them.
+( while sleep 15; do [ -f "$results" ] && cp "$results" "$OUT/"; done ) & copier=$!
 PYTHONUNBUFFERED=1 python3 bench/kernelbench/run.py build-carry/KernelBench --device cuda --shard "$shard" \
   --forge build-gpu/forge --workdir "$work" --results "$results" --deadline "$left" --budget "${KB_BUDGET:-20}" \
   --resume-from build-carry/kernelbench-results/*.jsonl "$@" 2>&1 | tee "$OUT/kernelbench-${shard/\//-of-}.log"
+kill $copier 2>/dev/null
 cp "$results" "$OUT/" 2>/dev/null
 echo "call: $(( $(date +%s) - start )) s"

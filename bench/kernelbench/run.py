@@ -111,8 +111,11 @@ def run_peers(path, a):
     return got
 
 
-def one_problem(a, env, stem, path, limit):
-    """The results line for one problem."""
+def one_problem(a, env, stem, path, limit, left=lambda: None):
+    """The results line for one problem. left(): seconds to the run's deadline
+    (None: no deadline); too few after the build and the line keeps the
+    build's figures without the end-to-end ones, rather than the call's limit
+    taking the line with it."""
     t0 = time.time()
     ops = classify.capture_ops(path, a.scale)
     cls = classify.classify(ops)
@@ -141,8 +144,15 @@ def one_problem(a, env, stem, path, limit):
     run_env = {"OMP_NUM_THREADS": "1"} if a.device == "cpu" else {}
     run = lambda mode, pk: measure.one(model, path, a.scale, a.device, a.iters, 300, mode, pk, run_env)
     modes = [m for m in a.compile_modes.split(",") if m]
-    e2e = measure.end_to_end(run, package, a.pairs, modes)
-    peers = run_peers(path, a) if a.peers and a.level == 1 else None
+    t = left()
+    if t is not None and t < a.reserve / 2:
+        e2e, peers = {}, None
+        why = (why + "; " if why else "") + "end to end not measured: %d s to the deadline" % t
+        print("   %s" % why.split("; ")[-1], flush=True)
+    else:
+        e2e = measure.end_to_end(run, package, a.pairs, modes)
+        t = left()
+        peers = run_peers(path, a) if a.peers and a.level == 1 and (t is None or t > PEERS_TIMEOUT) else None
     ceiling = forge_report.copy_ceiling(report or {})
     if not a.keep_stores and os.path.isdir(store):
         # Captured inputs are store objects of up to GBs: the store's small files
@@ -186,7 +196,8 @@ def main():
                 left.append(stem)
                 continue
         try:
-            rec = one_problem(a, env, stem, path, limit)
+            rec = one_problem(a, env, stem, path, limit,
+                              (lambda: a.deadline - (time.time() - start)) if a.deadline else (lambda: None))
         except Exception as e:  # one problem's crash is its line, not the run's end
             rec = results.line(env, pid, "unknown", [], a.scale, a.budget, [], {}, None,
                                "runner error: %s: %s" % (type(e).__name__, e), None)
