@@ -182,15 +182,8 @@ __attribute__((noinline)) int chain_run(const ChainPtrs& p) {
   return 0;
 }
 
+static_assert(kRedOuter * kRedN * kRedInner == kChainNumel, "the output's view is its size");
+
 #include "../_common/cpu_checks.h"  // the ISA region ends; cpu_ok and the host-side tensor checks
 
-extern "C" int forge_kernel(const forge_call* call) {
-  if (!call || call->n_inputs != CHAIN_INPUTS || !chain_output_ok(call, CHAIN_Y_DTYPE, kChainNumel) || !cpu_ok() ||
-      !chain_shapes_ok(call) || kRedOuter * kRedN * kRedInner != kChainNumel)
-    return 1;
-  ChainPtrs p{};
-  CHAIN_INPUT_LIST(CHAIN_CHECK)
-  p.y = call->outputs[0].data;
-  if (kChainNumel == 0) return 0;
-  return chain_run(p);
-}
+#include "../_common/chain_cpu_entry.h"  // forge_kernel: the call's checks, then chain_run
