@@ -33,9 +33,9 @@ TEST_CASE("the pointwise template verifies for every op kind: scalars, bf16, str
     CHECK(t["verified"].get<int>() == 1);
     if (t["verified"].get<int>() == 1) accepted.insert(op);
   }
-  // 15 calls: 12 unary targets (gelu twice) and 3 binary ones.
+  // 16 calls: 12 unary targets (gelu twice) and 4 binary ones.
   for (const char* op : {"relu", "gelu", "silu", "tanh", "mish", "softplus", "elu", "hardswish", "leaky_relu", "clamp",
-                         "pow.Tensor_Scalar", "add.Tensor", "mul.Tensor", "div.Tensor"})
+                         "pow.Tensor_Scalar", "add.Tensor", "mul.Tensor", "div.Tensor", "maximum"})
     CHECK_MESSAGE(accepted.count(op) >= 1, op);
   CHECK(accepted.count("gelu") == 2);  // approximate "none" and "tanh"
 }
