@@ -79,33 +79,19 @@ struct At {
   __device__ __forceinline__ At(const ChainPtrs& p, int64_t j) { CHAIN_INPUT_LIST(CHAIN_LOAD_1) }
 };
 
-// A block-wide sum in double (every thread gets it); scratch: 32 doubles.
-__device__ __forceinline__ double block_sum_d(double v, double* scratch) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  __syncthreads();  // scratch may still be read from a previous reduction
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = lane < warps ? scratch[lane] : 0.0;
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
 __global__ void __launch_bounds__(BLOCK) chain_group_norm(ChainPtrs p) {
   __shared__ double scratch[32];
   CHAIN_Y* y = static_cast<CHAIN_Y*>(p.y);
   const int64_t off = static_cast<int64_t>(blockIdx.x) * kSlice;
   double s1 = 0.0;
   for (int64_t i = threadIdx.x; i < kSlice; i += BLOCK) s1 += chain_prologue<float>(At(p, off + i).v);
-  const float mean = static_cast<float>(block_sum_d(s1, scratch) / static_cast<double>(kSlice));
+  const float mean = static_cast<float>(block_sum(s1, scratch) / static_cast<double>(kSlice));
   double s2 = 0.0;
   for (int64_t i = threadIdx.x; i < kSlice; i += BLOCK) {
     const float d = chain_prologue<float>(At(p, off + i).v) - mean;
     s2 += static_cast<double>(d * d);
   }
-  const double var = block_sum_d(s2, scratch) / static_cast<double>(kSlice);
+  const double var = block_sum(s2, scratch) / static_cast<double>(kSlice);
   const float rstd = static_cast<float>(rsqrt(var + static_cast<double>(CHAIN_GN_EPS)));  // NaN stays NaN
   for (int64_t i = threadIdx.x; i < kSlice; i += BLOCK) {
     const At a(p, off + i);
