@@ -147,8 +147,9 @@ def one_problem(a, env, stem, path, limit, left=lambda: None):
     t = left()
     if t is not None and t < a.reserve / 2:
         e2e, peers = {}, None
-        why = (why + "; " if why else "") + "end to end not measured: %d s to the deadline" % t
-        print("   %s" % why.split("; ")[-1], flush=True)
+        skipped = "end to end not measured: %d s to the deadline" % t
+        why = "%s; %s" % (why, skipped) if why else skipped
+        print("   " + skipped, flush=True)
     else:
         e2e = measure.end_to_end(run, package, a.pairs, modes)
         t = left()
