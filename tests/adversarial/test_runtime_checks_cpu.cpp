@@ -170,6 +170,18 @@ TEST_CASE("the run-time checks alone reject every CPU cheat, or leave it nothing
   CHECK(replies.size() == kExpected.size());
 }
 
+// Whether torch's CPU gelu is off by more than `tol` ({atol, rtol}) from the
+// float64 formula somewhere in [-3.48, -3.42], as the AVX-512 path is; the
+// AVX2 path of an AMD EPYC is not (2.2e-7 against atol 1e-6).
+static bool stock_gelu_off(const json& tol) {
+  const std::string py =
+      "import sys, torch\n"
+      "x = torch.linspace(-3.48, -3.42, 1 << 18)\n"
+      "s = torch.nn.functional.gelu(x).double(); d = x.double(); r = 0.5 * d * (1 + torch.erf(d / 2 ** 0.5))\n"
+      "sys.exit(0 if ((s - r).abs() > " + tol["atol"].dump() + " + " + tol["rtol"].dump() + " * r.abs()).any() else 1)\n";
+  return std::system(("'" + (kRepo / ".venv" / "bin" / "python").string() + "' -c '" + py + "'").c_str()) == 0;
+}
+
 // The pointwise family's compare_float64: an element outside the tolerance of
 // stock passes when inside it of the float64 evaluation. Inputs drawn where
 // torch's CPU gelu is off by more than atol (x in [-3.48, -3.42]): the
@@ -183,6 +195,9 @@ TEST_CASE("compare_float64 accepts a kernel nearer the true value than stock, ne
   json family = load_family(kRepo / "targets" / "pointwise" / "family.yaml").spec;
   REQUIRE(family.value("compare_float64", false));
   family["verify"]["ranges"] = json::array({json::array({-3.48, -3.42})});
+  // Stock's gelu(+inf) is +inf or NaN as the CPU's vector path goes (AVX2 on
+  // an AMD EPYC: +inf); this test is about finite elements.
+  family["verify"]["specials"] = json::array({"nan"});
   json strict = family;
   strict["compare_float64"] = false;
   const json args = json::array({{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {256, 1024}},
@@ -203,8 +218,13 @@ TEST_CASE("compare_float64 accepts a kernel nearer the true value than stock, ne
   CHECK(replies["exact"]["verdict"] == "accepted");
   CHECK(replies["exact"]["bench"]["speedup_eager"].get<double>() > 0);
   INFO(replies["exact_strict"].dump().substr(0, 1500));
-  CHECK(replies["exact_strict"]["verdict"] == "rejected");
-  CHECK(replies["exact_strict"]["reason"] == "wrong_result");
+  if (stock_gelu_off(family["tolerance"]["float32"])) {
+    CHECK(replies["exact_strict"]["verdict"] == "rejected");
+    CHECK(replies["exact_strict"]["reason"] == "wrong_result");
+  } else {
+    MESSAGE("this CPU's gelu is within the tolerance of float64 on [-3.48, -3.42] (its vector path is not "
+            "AVX-512's): the rule is not needed here, so the strict family's rejection is not checked");
+  }
   for (const char* id : {"tanh", "sigmoid"}) {
     CAPTURE(id);
     const json& r = replies[id];

@@ -2,8 +2,9 @@
 // and rounded once: the correctly rounded result. Must be ACCEPTED where the
 // family sets compare_float64, although near x = -3.45 it differs from torch's
 // CPU kernel by more than the family's atol (stock's vectorized erf is off
-// there, not this kernel). ±inf give NaN and NaN stays NaN, as stock's vector
-// path does.
+// there, not this kernel). ±inf follow the formula (+inf, NaN); stock's
+// vector path gives +inf on some CPUs and NaN on others, so the test that
+// sends it leaves infinities out of its cases.
 #include <cmath>
 #include <cstdint>
 
@@ -24,7 +25,7 @@ extern "C" int forge_kernel(const forge_call* call) {
   float* out = static_cast<float*>(y.data);
   for (int64_t i = 0; i < n; ++i) {
     const double v = in[i];
-    out[i] = std::isinf(v) ? NAN : static_cast<float>(0.5 * v * (1.0 + std::erf(v * 0.70710678118654752440)));
+    out[i] = static_cast<float>(0.5 * v * (1.0 + std::erf(v * 0.70710678118654752440)));
   }
   return 0;
 }
