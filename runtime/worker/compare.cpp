@@ -141,10 +141,10 @@ std::optional<Mismatch> compare_elements(const at::Tensor& out, const at::Tensor
                                            : "")};
 }
 
-// The stock kernel's largest error against the float64 evaluation over the
-// output's finite elements, a chunk at a time where stock's output lives (the
-// float64 evaluation of a CUDA op may be on the host: its chunk is copied).
-double stock_error64(const at::Tensor& ref_flat, const at::Tensor& ref64_flat) {
+}  // namespace
+
+double stock_error64(const at::Tensor& stock, const at::Tensor& ref64) {
+  const at::Tensor ref_flat = stock.detach().reshape(-1), ref64_flat = ref64.detach().reshape(-1);
   double worst = 0;
   const int64_t n = ref_flat.numel();
   for (int64_t c0 = 0; c0 < n; c0 += kDeviceCompareChunk) {
@@ -156,8 +156,6 @@ double stock_error64(const at::Tensor& ref_flat, const at::Tensor& ref64_flat) {
   }
   return worst;
 }
-
-}  // namespace
 
 Tolerance tolerance_for(const Family& family, c10::ScalarType out, std::optional<c10::ScalarType> in) {
   const std::optional<std::string> in_name = in ? std::optional<std::string>(dtype_text(*in)) : std::nullopt;

@@ -60,6 +60,10 @@ std::optional<Mismatch> compare_to_reference(const at::Tensor& out, const at::Te
                                              CompareStats& stats,
                                              const std::function<at::Tensor()>& float64 = {},
                                              double factor64 = 0);
+// The stock kernel's largest error against its float64 evaluation (of the
+// same sizes, on the host or stock's device) over the finite elements, a
+// chunk at a time where stock's output lives.
+double stock_error64(const at::Tensor& stock, const at::Tensor& ref64);
 // The first element whose bits differ, as "[i,j] (a vs b)", or nullopt.
 std::optional<std::string> first_bit_difference(const at::Tensor& a, const at::Tensor& b);
 

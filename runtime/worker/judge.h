@@ -123,6 +123,15 @@ struct Judge {
   std::optional<c10::ScalarType> in_dtype;  // the first floating input's dtype
   Phases phases;
   const MemoryPlan& memory;  // what the evaluation may hold (memory_plan.h)
+  // Per output (index, sizes), from verified calls of a device output above
+  // kHostCompareLimit with a float64 reference: (factor64 + 1) x stock's
+  // largest error against float64 there (check_results). A verified kernel
+  // is within the tolerance and factor64 x that error of float64 (compare.h's
+  // second chance), stock within the error, so the kernel is within the
+  // tolerance and this envelope of stock: the bound a later call of those
+  // sizes is held to where no float64 evaluation fits the memory plan (the
+  // timed and concurrent calls of a large output).
+  std::map<std::pair<size_t, std::vector<int64_t>>, double> envelope64;
 
   uint64_t draw() { return rng(); }
 };
