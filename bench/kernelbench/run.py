@@ -42,7 +42,7 @@ def args():
     ap.add_argument("--shard", default="1/1", help="i/n: every n-th problem from the i-th")
     ap.add_argument("--list", action="store_true", help="print the problems with their class, run nothing")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    ap.add_argument("--scale", type=float, default=1.0, help="sizes above 16 times this (model_script.shrink)")
+    ap.add_argument("--scale", type=float, default=1.0, help="sizes above 16 shrunk by about this (model_script.shrink)")
     ap.add_argument("--budget", type=int, default=20, help="search iterations per target")
     ap.add_argument("--budget-seconds", type=int, default=0, help="wall-clock cap per target's search")
     ap.add_argument("--top", type=int, default=2, help="targets per problem")

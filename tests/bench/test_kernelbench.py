@@ -73,7 +73,11 @@ class Classes(unittest.TestCase):
 
 class Scale(unittest.TestCase):
     def test_shrinks_sizes_keeps_small_ints(self):
-        self.assertEqual(model_script.shrink(393216, 0.01), 3932)
+        self.assertEqual(model_script.shrink(393216, 0.01), 3072)  # divided by 128, the power of two nearest 100
+        self.assertEqual(model_script.shrink(1000, 0.01), 16)  # 128 does not divide it: times 0.01, then 16
+        self.assertEqual(model_script.shrink(3000, 0.01), 30)
+        # A GroupNorm's channels and groups keep their ratio (times 0.05 gave 409 and 25).
+        self.assertEqual((model_script.shrink(8192, 0.05), model_script.shrink(512, 0.05)), (512, 32))
         self.assertEqual(model_script.shrink(100, 0.01), 16)  # never below 16
         self.assertEqual(model_script.shrink(3, 0.01), 3)  # kernel sizes, dims, strides stay
         self.assertEqual(model_script.shrink((4096, 8), 0.5), (2048, 8))
