@@ -112,6 +112,21 @@ template <class V> PW_FN V pw_tanh(V x) {
 // 1 / (1 + exp(-x)): -inf gives 0, +inf 1.
 template <class V> PW_FN V pw_sigmoid(V x) { return pw_k(1.0f) / (pw_k(1.0f) + pw_exp(-x)); }
 
+#ifndef __CUDACC__
+// What stock's CPU gelu gives at +inf. torch 2.14 sends a contiguous float
+// tensor of several elements to oneDNN's gelu_erf, whose AVX-512 code gives
+// NaN there (seen where this template was first verified, and in CI), its AVX2 code the
+// formula's +inf (an AMD EPYC without AVX-512); oneDNN picks its code by the
+// same four features.
+inline float pw_stock_gelu_at_inf() {
+  static const float v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                 __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")
+                             ? NAN
+                             : INFINITY;
+  return v;
+}
+#endif
+
 // The table's ops by code (PW_relu ...), for the single-op templates
 // (pw_unary/pw_binary below: FORGE_P_OP's code) and for fused chains
 // (targets/chain: one call per op of the chain).
@@ -141,9 +156,7 @@ template <int OP, class V> PW_FN V pw_op_unary(V x, const PwScalars& s) {
     const V r = pw_k(0.5f) * x * pw_erfc(x * pw_k(-0.70710678118654752f));
 #endif
 #ifndef __CUDACC__
-    // The stock CPU kernel's vector path gives NaN at +inf too (torch 2.14: a
-    // tensor of 7 or more elements; its scalar path, one element, gives inf).
-    return pw_sel(x == pw_k(INFINITY), pw_k(NAN), r);
+    return pw_sel(x == pw_k(INFINITY), pw_k(pw_stock_gelu_at_inf()), r);
 #else
     return r;
 #endif
