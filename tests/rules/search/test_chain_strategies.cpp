@@ -352,7 +352,8 @@ TEST_CASE("a group norm followed by pointwise ops runs in the group_norm templat
   std::vector<std::string> names;
   for (const auto& s : strategies) names.push_back(s.backend + ":" + s.name);
   CHECK(names == std::vector<std::string>{"cpu:group_norm_two_pass", "cpu:group_norm_one_read",
-                                          "cuda:group_norm_block_group", "cuda:group_norm_split_group"});
+                                          "cuda:group_norm_warp_group", "cuda:group_norm_block_group",
+                                          "cuda:group_norm_split_group"});
   // Each CPU template, against group norm then SiLU in double.
   std::vector<float> x(240), w(8), b(8);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 3.0 + 1.0);
