@@ -8,7 +8,9 @@
  * (this file alone) the chain is y = silu(x) * x, which has no norm: the
  * kernel is compiled for checking only then and declines every call.
  *
- * Math: one block per (sample, group) slice of C/G channels x HxW: the
+ * Math: one block per (sample, group) slice of C/G channels x HxW (a warp
+ * per slice, the prologue's values in registers, for slices of up to 1024
+ * elements: a GEMM's [N, C] in groups of channels): the
  * prologue's values v in fp32; mean = sum v / n, var = sum (v - mean)^2 / n,
  * each thread's terms and the block's sum in double;
  * r = v * (rstd * w[c]) + (b[c] - rstd * w[c] * mean), then chain_finish.
@@ -110,6 +112,62 @@ __global__ void __launch_bounds__(BLOCK) chain_group_norm(ChainPtrs p) {
   }
 }
 
+// Slices of up to kSmallSlice elements (a GEMM's [N, C] in groups of
+// channels: HxW 1, 64-element slices, millions of them): a warp per slice,
+// the prologue's values kept in registers, computed once; the same sums in
+// double, the inputs read again for the output from L1.
+constexpr int64_t kSmallSlice = 1024;
+constexpr int kPer = kSlice <= kSmallSlice ? static_cast<int>((kSlice + 31) / 32) : 1;  // 1: never launched
+
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__global__ void __launch_bounds__(BLOCK) chain_group_norm_small(ChainPtrs p, int64_t slices) {
+  CHAIN_Y* y = static_cast<CHAIN_Y*>(p.y);
+  const int lane = threadIdx.x & 31;
+  constexpr int64_t kWarps = BLOCK / 32;
+  for (int64_t s = blockIdx.x * kWarps + threadIdx.x / 32; s < slices; s += static_cast<int64_t>(gridDim.x) * kWarps) {
+    const int64_t off = s * kSlice;  // s is the same in the whole warp: its shuffles see every lane
+    float v[kPer];
+    double s1 = 0.0;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int64_t i = lane + 32LL * k;
+      v[k] = i < kSlice ? chain_prologue<float>(At(p, off + i).v) : 0.0f;
+      if (i < kSlice) s1 += v[k];
+    }
+    const float mean = static_cast<float>(warp_sum(s1) / static_cast<double>(kSlice));
+    double s2 = 0.0;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const float d = v[k] - mean;
+      if (lane + 32LL * k < kSlice) s2 += static_cast<double>(d * d);
+    }
+    const double var = warp_sum(s2) / static_cast<double>(kSlice);
+    const float rstd = static_cast<float>(rsqrt(var + static_cast<double>(CHAIN_GN_EPS)));  // NaN stays NaN
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int64_t i = lane + 32LL * k;
+      if (i >= kSlice) break;
+      const At a(p, off + i);
+#if CHAIN_GN_W >= 0
+      const float scale = rstd * a.v[CHAIN_GN_W];
+#else
+      const float scale = rstd;
+#endif
+#if CHAIN_GN_B >= 0
+      const float bias = a.v[CHAIN_GN_B] - scale * mean;
+#else
+      const float bias = -scale * mean;
+#endif
+      y[off + i] = Io<CHAIN_Y>::from(chain_finish<float>(a.v, fmaf(v[k], scale, bias)));
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int forge_kernel(const forge_call* call) {
@@ -124,7 +182,14 @@ extern "C" int forge_kernel(const forge_call* call) {
   p.y = call->outputs[0].data;
   if (kChainNumel == 0) return 0;
   const int64_t slices = CHAIN_GN_N * CHAIN_GN_G;
+  const cudaStream_t stream = static_cast<cudaStream_t>(call->stream);
+  if constexpr (kSlice <= kSmallSlice) {
+    const int64_t blocks = (slices + BLOCK / 32 - 1) / (BLOCK / 32);
+    chain_group_norm_small<<<static_cast<unsigned>(blocks < 2147483647LL ? blocks : 2147483647LL), BLOCK, 0, stream>>>(
+        p, slices);
+    return launch_status();
+  }
   if (slices > 2147483647LL) return 1;
-  chain_group_norm<<<static_cast<unsigned>(slices), BLOCK, 0, static_cast<cudaStream_t>(call->stream)>>>(p);
+  chain_group_norm<<<static_cast<unsigned>(slices), BLOCK, 0, stream>>>(p);
   return launch_status();
 }

@@ -222,5 +222,55 @@ TEST_CASE("group norm -> SiLU, an RMSNorm spelled as ops and a reduction chain c
   for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, sources[i].name << ": " << rs[i].log);
 }
 
+// add bias -> sigmoid -> GroupNorm -> mul (norm_definition) in the
+// group_norm_prologue template, float32: a GEMM's [4096, 256] in 4 groups
+// (HxW 1, 64-element slices: a warp per slice) and [2, 8, 64, 64] (slices
+// of 8192: a block per slice).
+TEST_CASE("pointwise ops before a group norm compile in the group_norm_prologue CUDA template at small and large slices") {
+  World w;
+  if (w.ctx->toolchain.nvcc.empty()) {
+    MESSAGE(
+        "SKIPPED (no nvcc on this machine): " << doctest::getContextOptions()->currentTest->m_name);
+    return;
+  }
+  using nlohmann::json;
+  auto tensor = [](std::vector<int64_t> sizes, json ref, const char* dtype = "float32", const char* device = "cuda") {
+    std::vector<int64_t> strides(sizes.size(), 1);
+    for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
+    return json{{"type", "Tensor"}, {"dtype", dtype}, {"sizes", sizes}, {"strides", strides},
+                {"device", device}, {"ref", ref}};
+  };
+  auto integer = [](int64_t v) { return json{{"type", "int"}, {"value", v}}; };
+  std::vector<CandidateSource> sources;
+  for (const auto& sizes : {std::vector<int64_t>{4096, 256}, std::vector<int64_t>{2, 8, 64, 64}}) {
+    const int64_t C = sizes[1], HW = sizes.size() > 2 ? sizes[2] * sizes[3] : 1;
+    std::vector<int64_t> per_channel(sizes.size() - 1, 1);
+    per_channel[0] = C;
+    auto out = [&](int op) { return tensor(sizes, {{"op", op}, {"output", 0}}); };
+    Target t;
+    t.args = json::array({tensor(sizes, {{"input", 0}}), tensor(per_channel, {{"input", 1}}),
+                          tensor({C}, {{"input", 2}}), tensor({C}, {{"input", 3}}),
+                          tensor({}, {{"input", 4}}, "float64", "cpu")});
+    t.outputs = json::array({tensor(sizes, nullptr)});
+    t.chain = {{"inputs", 5},
+               {"outputs", 1},
+               {"ops",
+                {{{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {t.args[0], t.args[1], integer(1)}}},
+                 {{"op", "aten::sigmoid"}, {"overload", ""}, {"args", {out(0)}}},
+                 {{"op", "aten::native_group_norm"},
+                  {"overload", ""},
+                  {"args", {out(1), t.args[2], t.args[3], integer(sizes[0]), integer(C), integer(HW), integer(4),
+                            {{"type", "float"}, {"value", 1e-5}}}}},
+                 {{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {out(2), t.args[4]}}}}}};
+    const auto got = chain_strategies(t);
+    for (const auto& s : got.strategies)
+      if (s.backend == "cuda") sources.push_back({s.name + ".cu", instantiate(s, param_grid(s).front()), CandidateLang::Cuda});
+    REQUIRE_MESSAGE(sources.size() == (sizes.size() == 2 ? 1u : 2u), got.why);
+    CHECK(sources.back().name == "group_norm_prologue.cu");
+  }
+  auto rs = w.compile(sources, {.cuda_arch = "sm_90a"});
+  for (size_t i = 0; i < rs.size(); ++i) CHECK_MESSAGE(rs[i].ok, sources[i].name << ": " << rs[i].log);
+}
+
 TEST_SUITE_END();
 }  // namespace forge
