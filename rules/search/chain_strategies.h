@@ -41,11 +41,13 @@ std::string head_definition(const Target& t, std::string* why);
 
 // Pointwise ops of the table (batch norms in eval mode among them) before a
 // native_group_norm that reads the last of them, and pointwise ops after it
-// (conv -> add bias -> sigmoid -> GroupNorm): the text that makes
+// (conv -> add bias -> sigmoid -> GroupNorm); or a group norm first whose ops
+// after it read other tensors (GroupNorm -> minimum(x, a tensor) -> add bias),
+// which head_definition's epilogue cannot: the text that makes
 // targets/chain/'s group_norm_prologue templates compute it (chain_prologue
 // on each element as it is read, the norm's sizes and eps as CHAIN_GN_*, its
 // weight and bias read per channel, chain_finish before each store), or "" with
-// *why ("no pointwise op before a group norm" when the chain is not one).
+// *why ("no group norm" when the chain has none).
 std::string norm_definition(const Target& t, std::string* why);
 
 // An RMSNorm spelled as ops, as Hugging Face's float32 RMSNorm modules run it:

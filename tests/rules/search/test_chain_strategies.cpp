@@ -489,6 +489,63 @@ TEST_CASE("pointwise ops before a group norm run as its prologue, those after it
   CHECK(chain_strategies(outside).why == why);
 }
 
+// GroupNorm first, then ops reading other tensors (KernelBench level 2's
+// 83: GroupNorm -> minimum(x, a 0-dim tensor) -> ...; 88: ... -> x * a
+// per-channel weight): x [2, 8, 3, 5], 4 groups, then minimum(., m) and
+// mul(., s[8, 1, 1]).
+TEST_CASE("a group norm first whose later ops read other tensors runs in group_norm_prologue, not a head template") {
+  const json x = tensor({2, 8, 3, 5}), w = tensor({8}), m = tensor({}), sc = tensor({8, 1, 1});
+  Target t;
+  t.op = "forge_chain::c_gnm";
+  t.args = json::array({x, w, w, m, sc});
+  t.outputs = json::array({x});
+  json ops = json::array();
+  ops.push_back({{"op", "aten::native_group_norm"},
+                 {"overload", ""},
+                 {"args", {input(x, 0), input(w, 1), input(w, 2), {{"type", "int"}, {"value", 2}},
+                           {{"type", "int"}, {"value", 8}}, {{"type", "int"}, {"value", 15}},
+                           {{"type", "int"}, {"value", 4}}, number(1e-5)}}});
+  ops.push_back({{"op", "aten::minimum"}, {"overload", ""}, {"args", {link(x, 0), input(m, 3)}}});
+  ops.push_back({{"op", "aten::mul"}, {"overload", "Tensor"}, {"args", {link(x, 1), input(sc, 4)}}});
+  t.chain = {{"inputs", 5}, {"ops", ops}, {"outputs", 1}};
+  std::string why;
+  CHECK(head_definition(t, &why).empty());  // its epilogue reads no tensor from outside the chain
+  const auto got = chain_strategies(t);
+  CAPTURE(got.why);
+  std::vector<std::string> names;
+  for (const auto& s : got.strategies) names.push_back(s.backend + ":" + s.name);
+  REQUIRE(names == std::vector<std::string>{"cpu:group_norm_prologue", "cuda:group_norm_prologue"});
+  std::vector<float> xv(240), wv(8), bv(8), sv(8), y(240, NAN);
+  float mv = 0.75f;
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 3.0 + 1.0);
+  for (size_t c = 0; c < 8; ++c)
+    wv[c] = 0.5f + 0.125f * static_cast<float>(c), bv[c] = 0.25f * static_cast<float>(c) - 1.0f,
+    sv[c] = 1.5f - 0.25f * static_cast<float>(c);
+  std::vector<double> want(240);
+  for (int s0 = 0; s0 < 240; s0 += 30) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < 30; ++i) mean += xv[static_cast<size_t>(s0 + i)] / 30.0;
+    for (int i = 0; i < 30; ++i) var += std::pow(xv[static_cast<size_t>(s0 + i)] - mean, 2) / 30.0;
+    for (int i = 0; i < 30; ++i) {
+      const size_t j = static_cast<size_t>(s0 + i), c = (j / 15) % 8;
+      want[j] = std::min((xv[j] - mean) / std::sqrt(var + 1e-5) * wv[c] + bv[c], static_cast<double>(mv)) * sv[c];
+    }
+  }
+  test::TempDir tmp;
+  auto [lib, kernel] = load_cpu(got.strategies.at(0), tmp);
+  forge_tensor in[5] = {view(xv.data(), {2, 8, 3, 5}, FORGE_FLOAT32), view(wv.data(), {8}, FORGE_FLOAT32),
+                        view(bv.data(), {8}, FORGE_FLOAT32), view(&mv, {}, FORGE_FLOAT32),
+                        view(sv.data(), {8, 1, 1}, FORGE_FLOAT32)};
+  forge_tensor out[1] = {view(y.data(), {2, 8, 3, 5}, FORGE_FLOAT32)};
+  forge_call call{};
+  call.inputs = in, call.n_inputs = 5, call.outputs = out, call.n_outputs = 1;
+  REQUIRE(kernel(&call) == 0);
+  for (size_t j = 0; j < y.size(); ++j) {
+    CAPTURE(j);
+    CHECK(std::fabs(y[j] - want[j]) <= 2e-5 * (1.0 + std::fabs(want[j])));
+  }
+}
+
 // Hugging Face's float32 RMSNorm as ops: x [3, 8, 64] (read by pow and by
 // mul: one input), eps a Python number, weight [64].
 Target rms() {
