@@ -113,11 +113,11 @@ template <class V> PW_FN V pw_tanh(V x) {
 template <class V> PW_FN V pw_sigmoid(V x) { return pw_k(1.0f) / (pw_k(1.0f) + pw_exp(-x)); }
 
 #ifndef __CUDACC__
-// What stock's CPU gelu gives at +inf. torch 2.14 sends a contiguous float
-// tensor of several elements to oneDNN's gelu_erf, whose AVX-512 code gives
-// NaN there (seen where this template was first verified, and in CI), its AVX2 code the
-// formula's +inf (an AMD EPYC without AVX-512); oneDNN picks its code by the
-// same four features.
+// What stock's CPU gelu gives at +inf (torch 2.14, a float tensor of several
+// elements): NaN where this template was first verified and in CI, +inf (the
+// formula) on an AMD EPYC with AVX2 and no AVX-512. Taken to follow AVX-512,
+// by the four features by which torch's and oneDNN's kernels choose their
+// AVX-512 code; not checked on other CPUs.
 inline float pw_stock_gelu_at_inf() {
   static const float v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")
