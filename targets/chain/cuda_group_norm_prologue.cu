@@ -81,6 +81,22 @@ struct At {
   __device__ __forceinline__ At(const ChainPtrs& p, int64_t j) { CHAIN_INPUT_LIST(CHAIN_LOAD_1) }
 };
 
+// The output at an element: the prologue's value v normalized, its channel's
+// weight and bias applied, then the chain's finish.
+__device__ __forceinline__ float normalized(const At& a, float v, float mean, float rstd) {
+#if CHAIN_GN_W >= 0
+  const float scale = rstd * a.v[CHAIN_GN_W];
+#else
+  const float scale = rstd;
+#endif
+#if CHAIN_GN_B >= 0
+  const float bias = a.v[CHAIN_GN_B] - scale * mean;
+#else
+  const float bias = -scale * mean;
+#endif
+  return chain_finish<float>(a.v, fmaf(v, scale, bias));
+}
+
 __global__ void __launch_bounds__(BLOCK) chain_group_norm(ChainPtrs p) {
   __shared__ double scratch[32];
   CHAIN_Y* y = static_cast<CHAIN_Y*>(p.y);
@@ -98,17 +114,7 @@ __global__ void __launch_bounds__(BLOCK) chain_group_norm(ChainPtrs p) {
   for (int64_t i = threadIdx.x; i < kSlice; i += BLOCK) {
     const At a(p, off + i);
     const float v = chain_prologue<float>(a.v);
-#if CHAIN_GN_W >= 0
-    const float scale = rstd * a.v[CHAIN_GN_W];
-#else
-    const float scale = rstd;
-#endif
-#if CHAIN_GN_B >= 0
-    const float bias = a.v[CHAIN_GN_B] - scale * mean;
-#else
-    const float bias = -scale * mean;
-#endif
-    y[off + i] = Io<CHAIN_Y>::from(chain_finish<float>(a.v, fmaf(v, scale, bias)));
+    y[off + i] = Io<CHAIN_Y>::from(normalized(a, v, mean, rstd));
   }
 }
 
@@ -153,17 +159,7 @@ __global__ void __launch_bounds__(BLOCK) chain_group_norm_small(ChainPtrs p, int
       const int64_t i = lane + 32LL * k;
       if (i >= kSlice) break;
       const At a(p, off + i);
-#if CHAIN_GN_W >= 0
-      const float scale = rstd * a.v[CHAIN_GN_W];
-#else
-      const float scale = rstd;
-#endif
-#if CHAIN_GN_B >= 0
-      const float bias = a.v[CHAIN_GN_B] - scale * mean;
-#else
-      const float bias = -scale * mean;
-#endif
-      y[off + i] = Io<CHAIN_Y>::from(chain_finish<float>(a.v, fmaf(v[k], scale, bias)));
+      y[off + i] = Io<CHAIN_Y>::from(normalized(a, v[k], mean, rstd));
     }
   }
 }
