@@ -760,7 +760,7 @@ ChainStrategies chain_strategies(const Target& t) {
         "group_norm_prologue",
         "the chain's ops before its group norm applied as each element is read, the rest before it is stored", norm,
         {{"cpu", "cpu_group_norm_prologue.cpp", json{{"ISA", {0, 2, 3}}}},
-         {"cuda", "cuda_group_norm_prologue.cu", json{{"BLOCK", {512, 256, 1024}}}}});
+         {"cuda", "cuda_group_norm_prologue.cu", json{{"BLOCK", {512, 256, 1024}}, {"ONE_PASS", {0, 1}}}}});
     return out;
   }
   int64_t row = 0;

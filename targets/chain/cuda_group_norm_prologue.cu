@@ -15,7 +15,9 @@
  * each thread's terms and the block's sum in double;
  * r = v * (rstd * w[c]) + (b[c] - rstd * w[c] * mean), then chain_finish.
  * The prologue is computed in all three passes (mean, variance, output): its
- * inputs are read three times, a slice of up to a few MB again from L2.
+ * inputs are read three times, a slice of up to a few MB again from L2; with
+ * ONE_PASS, twice: mean and variance from the sums of v - K and (v - K)^2 in
+ * double, K the slice's first value.
  *
  * Assumptions, checked at run time (nonzero return = the package falls back):
  * the inputs and output as generated (chain_checks.h), every tensor's sizes
@@ -32,6 +34,9 @@
 
 #ifndef FORGE_P_BLOCK
 #define FORGE_P_BLOCK 512 /* threads per block (one block per slice): 256, 512, 1024 */
+#endif
+#ifndef FORGE_P_ONE_PASS
+#define FORGE_P_ONE_PASS 0 /* 1: a slice's moments in one read (shifted sums), 2 reads in all instead of 3 */
 #endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
@@ -101,6 +106,21 @@ __global__ void __launch_bounds__(BLOCK) chain_group_norm(ChainPtrs p) {
   __shared__ double scratch[32];
   CHAIN_Y* y = static_cast<CHAIN_Y*>(p.y);
   const int64_t off = static_cast<int64_t>(blockIdx.x) * kSlice;
+#if FORGE_P_ONE_PASS
+  // Sums of d = v - K and d^2 in double, K the slice's first value: d is
+  // exact in double, and the shift keeps mean^2 from swamping the variance.
+  const double K = chain_prologue<float>(At(p, off).v);
+  double s1 = 0.0, s2 = 0.0;
+  for (int64_t i = threadIdx.x; i < kSlice; i += BLOCK) {
+    const double d = static_cast<double>(chain_prologue<float>(At(p, off + i).v)) - K;
+    s1 += d;
+    s2 += d * d;
+  }
+  const double m1 = block_sum(s1, scratch) / static_cast<double>(kSlice);
+  const float mean = static_cast<float>(K + m1);
+  const double v2 = block_sum(s2, scratch) / static_cast<double>(kSlice) - m1 * m1;
+  const double var = v2 < 0.0 ? 0.0 : v2;  // NaN stays NaN
+#else
   double s1 = 0.0;
   for (int64_t i = threadIdx.x; i < kSlice; i += BLOCK) s1 += chain_prologue<float>(At(p, off + i).v);
   const float mean = static_cast<float>(block_sum(s1, scratch) / static_cast<double>(kSlice));
@@ -110,6 +130,7 @@ __global__ void __launch_bounds__(BLOCK) chain_group_norm(ChainPtrs p) {
     s2 += static_cast<double>(d * d);
   }
   const double var = block_sum(s2, scratch) / static_cast<double>(kSlice);
+#endif
   const float rstd = static_cast<float>(rsqrt(var + static_cast<double>(CHAIN_GN_EPS)));  // NaN stays NaN
   for (int64_t i = threadIdx.x; i < kSlice; i += BLOCK) {
     const At a(p, off + i);
