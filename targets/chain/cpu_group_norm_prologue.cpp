@@ -43,6 +43,9 @@
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
 #include "../_common/pointwise_cpu_math.h"  // pw_k, pw_sel, pw_exp, ... on vf
+// gelu as 1 + erf, as stock's vector path (pointwise_ops.h): chains' derived
+// families set compare_float64 (rules/evaluate/family.cpp).
+#define PW_GELU_ERF 1
 #include "../_common/pointwise_ops.h"  // the op table: pw_op_unary, pw_op_binary
 
 #define CHAIN_F32 float
