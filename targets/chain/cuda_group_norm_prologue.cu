@@ -187,16 +187,14 @@ __global__ void __launch_bounds__(BLOCK) chain_group_norm_small(ChainPtrs p, int
 
 }  // namespace
 
+#include "../_common/chain_bind.h"  // chain_bind: inlined when forge loads the template
+
 extern "C" int forge_kernel(const forge_call* call) {
 #ifdef CHAIN_GN_ALONE
   if (call) return 1;
 #endif
-  if (!call || call->n_inputs != CHAIN_INPUTS || !chain_output_ok(call, CHAIN_Y_DTYPE, kChainNumel) ||
-      !chain_shapes_ok(call) || CHAIN_GN_N * CHAIN_GN_C * CHAIN_GN_HW != kChainNumel)
-    return 1;
   ChainPtrs p{};
-  CHAIN_INPUT_LIST(CHAIN_CHECK)
-  p.y = call->outputs[0].data;
+  if (CHAIN_GN_N * CHAIN_GN_C * CHAIN_GN_HW != kChainNumel || chain_bind(call, p)) return 1;
   if (kChainNumel == 0) return 0;
   const int64_t slices = CHAIN_GN_N * CHAIN_GN_G;
   const cudaStream_t stream = static_cast<cudaStream_t>(call->stream);

@@ -189,13 +189,11 @@ int launch(const ChainPtrs& p, cudaStream_t stream) {
 
 }  // namespace
 
+#include "../_common/chain_bind.h"  // chain_bind: inlined when forge loads the template
+
 extern "C" int forge_kernel(const forge_call* call) {
-  if (!call || call->n_inputs != CHAIN_INPUTS || !chain_output_ok(call, CHAIN_Y_DTYPE, kChainNumel) ||
-      !chain_shapes_ok(call) || kRedOuter * kRedN * kRedInner != kChainNumel)
-    return 1;
   ChainPtrs p{};
-  CHAIN_INPUT_LIST(CHAIN_CHECK)
-  p.y = call->outputs[0].data;
+  if (kRedOuter * kRedN * kRedInner != kChainNumel || chain_bind(call, p)) return 1;
   if (kChainNumel == 0) return 0;
   return launch(p, static_cast<cudaStream_t>(call->stream));
 }
