@@ -67,7 +67,8 @@ void print_targets_table(const json& targets) {
     for (const auto& [kind, n] : t["outcomes"].items())
       line += (line.empty() ? "" : ", ") + kind + " " + std::to_string(n.get<int>());
     std::printf("%-36s outcomes: %s\n", t.value("id", "").c_str(), line.c_str());
-    for (const auto& [why, n] : t.value("rejections", json::object()).items())
+    const json rejections = t.value("rejections", json::object());  // items() must not outlive it
+    for (const auto& [why, n] : rejections.items())
       std::printf("%-36s   %d× %s\n", "", n.get<int>(), why.c_str());
   }
 }

@@ -106,6 +106,26 @@ TEST_CASE("a target not searched says why; the models line counts what was not s
                  "shape; nearest: rows\n") != std::string::npos);
 }
 
+TEST_CASE("a searched target's outcomes and rejections are printed under the table") {
+  json report = report_with(1.0, 2.0);
+  report["package"] = nullptr;
+  Target t;
+  t.id = "m/add.Tensor/90c891";
+  t.share = 0.05;
+  json row = target_json(t);
+  row["iterations"] = 2;
+  row["outcomes"] = {{"wrong_result", 1}, {"not_faster", 1}};
+  // Long keys: a dangling items() over a destroyed copy reads freed strings.
+  const std::string why(200, 'w');
+  row["rejections"] = {{"declined: " + why, 1}, {"wrong_result: " + why, 3}};
+  report["targets"] = json::array({row});
+  const std::string out = printed(report);
+  CHECK(out.find("m/add.Tensor/90c891                  outcomes: not_faster 1, wrong_result 1\n") !=
+        std::string::npos);
+  CHECK(out.find("1× declined: " + why + "\n") != std::string::npos);
+  CHECK(out.find("3× wrong_result: " + why + "\n") != std::string::npos);
+}
+
 TEST_CASE("status --all lists each op not selected with its reason and why") {
   json ops = json::array({{{"id", "cnn/uniform_/0a0a0a"}, {"share", 0.02}, {"calls", 4}, {"time_us", 12.0},
                            {"selection", "random"}, {"why", "draws random numbers"},
