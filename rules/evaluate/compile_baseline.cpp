@@ -1,7 +1,5 @@
 #include "rules/evaluate/compile_baseline.h"
 
-#include <unistd.h>
-
 #include "engine/environment.h"
 #include "engine/store_json.h"
 #include "rules/evaluate/evaluate.h"
@@ -14,7 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-json measure(BuildContext& ctx, const Target& t, const fs::path& script) {
+json measure(BuildContext& ctx, const Target& t, WorkerProcess& helper) {
   const auto dot = t.op.find('.');
   json req = {{"op", t.op.substr(0, dot)},
               {"overload", dot == std::string::npos ? "" : t.op.substr(dot + 1)},
@@ -24,42 +22,37 @@ json measure(BuildContext& ctx, const Target& t, const fs::path& script) {
               {"modes", {"default", "max-autotune-no-cudagraphs"}}};
   // A chain: the helper runs its ATen ops one by one, which Inductor fuses.
   if (t.chain.is_object()) req["chain"] = t.chain;
-  const fs::path file = ctx.manifest.store / "tmp" /
-                        ("compile-bench-" + std::to_string(::getpid()) + ".json");
-  fs::create_directories(file.parent_path());
-  write_file_atomic(file, req.dump());
-  Command c;
-  c.argv = {ctx.toolchain.python, script.string(), file.string()};
+  // Inductor's first compile on a small CPU machine takes minutes.
+  return helper_record(helper.request(req, 900));
+}
+
+// The helper's command (its --serve mode): one process for the build's
+// targets, since the bench settings, and so its environment, are the build's.
+WorkerCommand helper_command(BuildContext& ctx, const fs::path& script) {
+  WorkerCommand c;
+  c.argv = {ctx.toolchain.python, script.string(), "--serve"};
   c.env["PATH"] = forge_path_env();
   // Inductor's CPU code runs OpenMP regions sized by OMP_NUM_THREADS, not by
   // torch.set_num_threads: pin it like the stock kernel (bench_settings).
-  const json bench = req["bench"];
+  const json bench = bench_settings(ctx, EvalSettings{});
   if (bench.contains("threads")) c.env["OMP_NUM_THREADS"] = std::to_string(bench["threads"].get<int>());
-  c.timeout_seconds = 900;  // Inductor's first compile on a small CPU machine takes minutes
-  CommandResult r = ctx.runner.run(c);
-  std::error_code ec;
-  fs::remove(file, ec);
-  return baseline_record(r);
+  c.log = ctx.manifest.store / "build" / "compile_bench.log";
+  fs::create_directories(c.log.parent_path());
+  return c;
 }
 
 }  // namespace
 
-json baseline_record(const CommandResult& r) {
+json helper_record(const WorkerReply& r) {
   // Inductor compiling past the helper's time limit is a finding about it too:
   // recorded, so the next build does not wait as long again.
-  if (r.status == CommandResult::Status::TimedOut)
-    return {{"status", "ok"}, {"ok", false}, {"error", "torch.compile " + r.describe()}};
-  if (!r.ok()) {
-    const std::string& log = r.err.empty() ? r.out : r.err;
-    return failed_record("the torch.compile baseline " + r.describe(),
-                         log.size() > 2000 ? log.substr(log.size() - 2000) : log);
-  }
-  // The helper's last line is its JSON (Inductor may print before it).
-  std::string last = r.out;
-  while (!last.empty() && last.back() == '\n') last.pop_back();
-  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
-  json out = json::parse(last, nullptr, false);
-  if (!out.is_object()) return failed_record("the torch.compile baseline printed no JSON", r.out);
+  if (r.status == WorkerReply::Status::Timeout)
+    return {{"status", "ok"}, {"ok", false}, {"error", "torch.compile timed out after " +
+                                                         std::to_string(static_cast<int>(r.seconds)) + " s"}};
+  if (!r.ok()) return failed_record("the torch.compile baseline helper: " + r.reason, r.detail);
+  if (r.value.contains("error") || !r.value.value("result", json()).is_object())
+    return failed_record("the torch.compile baseline failed", r.value.value("error", r.value.dump()));
+  json out = r.value["result"];
   out["status"] = "ok";
   if (!out.value("ok", false)) out["error"] = out.value("error", "torch.compile failed");
   return out;
@@ -73,6 +66,7 @@ void CompileBaselineRule::apply(BuildContext& ctx) {
   std::vector<Target*> all;
   for (auto& t : ctx.targets) all.push_back(&t);
   for (auto& t : ctx.chain_targets) all.push_back(&t);  // Inductor's fusion of the same chain
+  WorkerProcess helper(helper_command(ctx, script));  // started by the first step that runs
   for (Target* tp : all) {
     Target& t = *tp;
     if (t.kernels.empty()) continue;  // the baseline is for comparing a forged kernel
@@ -88,7 +82,7 @@ void CompileBaselineRule::apply(BuildContext& ctx) {
                    {"device", ctx.device.fingerprint()},
                    {"toolchain", ctx.toolchain.fingerprint()},
                    {"helper", sha256_hex(script_text)}};
-    spec.run = [&ctx, &t, script] { return measure(ctx, t, script); };
+    spec.run = [&ctx, &t, &helper] { return measure(ctx, t, helper); };
     auto outcome = ctx.step(spec, t.model);
     if (!outcome) continue;
     const json& rec = outcome->record;

@@ -1,7 +1,8 @@
 // The torch.compile baseline of each searched target: Inductor's code for the
 // same op on the same captured inputs, in `default` and
 // `max-autotune-no-cudagraphs` modes, timed by a Python helper
-// (runtime/compile_bench/forge_compile_bench.py) with the worker's method; the
+// (runtime/compile_bench/forge_compile_bench.py, one process per build) with
+// the worker's method; the
 // better mode is "compile". One cached step per target (op, signature, inputs,
 // device, toolchain, helper). Sets Target::compile_us and, for targets with an
 // accepted kernel, best_speedup_compile = the kernel's speedup over stock
@@ -11,17 +12,18 @@
 #pragma once
 
 #include "engine/build.h"
-#include "util/process.h"
+#include "rules/evaluate/worker_client.h"
 
 namespace forge {
 
-// What a run of the helper means for the build: its JSON (status "ok") when
-// Inductor compiled the op in some mode; status "ok" without `compile_us` but
-// with `error` when Inductor compiled it in neither mode (a finding about
-// Inductor that leaves the target without a compile baseline, not a failed
-// build), and the same when the helper ran past its time limit; a failed
-// record when the helper itself failed or printed no JSON.
-nlohmann::json baseline_record(const CommandResult& r);
+// What a reply of the helper (its --serve mode) means for the build: its
+// result (status "ok") when Inductor compiled the op in some mode; status "ok"
+// without `compile_us` but with `error` when Inductor compiled it in neither
+// mode (a finding about Inductor that leaves the target without a compile
+// baseline, not a failed build), and the same when the helper ran past its
+// time limit; a failed record when the helper crashed, garbled its reply or
+// raised on the target.
+nlohmann::json helper_record(const WorkerReply& r);
 
 class CompileBaselineRule : public Rule {
  public:

@@ -4,9 +4,16 @@ forge's worker (C++) times candidates against the stock kernel; torch.compile is
 Python-only, so this helper times the same op, on the same captured inputs,
 both eager and compiled in each requested mode, with the worker's method: the
 caches flushed before every timed call, eager and compiled alternating, medians
-and interquartile ranges; on CUDA, device time only (see Timer). Run by forge (rules/evaluate/compile_baseline.cpp) with the
-target's request in the file named by argv[1], or on stdin (the worker's request shape, docs/WORKER.md: op,
-overload, args, samples, bench); prints one JSON object on stdout:
+and interquartile ranges; on CUDA, device time only (see Timer).
+
+Two ways to run it. `forge_compile_bench.py FILE` (or the request on stdin):
+one target's request (the worker's request shape, docs/WORKER.md: op,
+overload, args, samples, bench), one JSON object on stdout. `--serve`: what
+forge runs (rules/evaluate/compile_baseline.cpp), one process per build
+through rules/evaluate/worker_client.h's JSON lines: a hello line, then per
+request line (a request with an "id") one reply line {"id", "result"} or
+{"id", "error"}; importing torch and Inductor costs seconds, paid once per
+build instead of once per target. The result object:
 
   {"ok": true, "device": "cuda", "torch": "2.11.0",
    "eager_us": {"median", "spread", "reps"},
@@ -24,10 +31,13 @@ where that is another op (spellings(), below), for the package's routing
 spelling found cannot be routed. Exit status 0 with "ok": false and "error"
 when the op cannot be compiled.
 """
+import gc
 import json
+import os
 import statistics
 import sys
 import time
+import traceback
 
 import torch
 
@@ -279,8 +289,8 @@ def summary(xs):
     return {"median": statistics.median(xs), "spread": q[2] - q[0], "reps": len(xs)}
 
 
-def main():
-    req = json.load(open(sys.argv[1]) if len(sys.argv) > 1 else sys.stdin)
+def measure(req):
+    """The result object for one request (the module docstring)."""
     device = "cuda" if any(r.get("type") == "Tensor" and str(r.get("device", "")).startswith("cuda")
                            for r in req["args"]) else "cpu"
     bench = req.get("bench", {})
@@ -297,9 +307,7 @@ def main():
         except Exception as e:  # a trace that fails routes nothing more; the timing goes on
             found, problem = [], "the trace failed: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])
         if req.get("spellings_only"):
-            json.dump({"ok": True, "traced_as": found, "traced_as_problem": problem}, sys.stdout)
-            sys.stdout.write("\n")
-            return
+            return {"ok": True, "traced_as": found, "traced_as_problem": problem}
         # The capture records arguments in schema order; keyword-only ones (mean.dim's
         # dtype) must be passed by name, which Dynamo enforces and eager does not.
         args, kwargs = split_args(op, args)
@@ -353,7 +361,42 @@ def main():
         out["eager_us"] = summary(eager_times)
         if timer.cuda:
             out["host_cover_us"] = timer.spin_us  # the spin ahead of each timed call
-    json.dump(out, sys.stdout)
+    return out
+
+
+def serve():
+    """Requests from stdin, one per line, until it closes. The replies go to
+    the original stdout; anything else printed to fd 1 (Inductor, compilers it
+    runs) is sent to stderr, so a stray line can never pass for a reply."""
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    replies.write(json.dumps({"hello": "forge_compile_bench", "torch": torch.__version__}) + "\n")
+    replies.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        reply = {"id": req.get("id")}
+        try:
+            reply["result"] = measure(req)
+        except Exception:  # the helper failing on one target: that target's record says why
+            reply["error"] = traceback.format_exc()[-2000:]
+        # Each target starts from a clean compiler state and frees the last one's tensors.
+        torch._dynamo.reset()
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+def main():
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+        return
+    req = json.load(open(sys.argv[1]) if len(sys.argv) > 1 else sys.stdin)
+    json.dump(measure(req), sys.stdout)
     sys.stdout.write("\n")
 
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rules/evaluate/compile_baseline.h"
 #include "tests/support.h"
 
 namespace forge {
@@ -72,6 +73,30 @@ TEST_CASE("the compile baseline reads a large input's partial sample, tiled as t
   json out = run_helper(dir, req);
   CHECK_MESSAGE(out["ok"] == true, out.dump());
   CHECK(out["compile_us"]["median"].get<double>() > 0);
+}
+
+TEST_CASE("one helper process serves a build's targets; a target it raises on fails alone") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
+  WorkerCommand c;
+  c.argv = {(repo / ".venv" / "bin" / "python").string(),
+            (repo / "runtime" / "compile_bench" / "forge_compile_bench.py").string(), "--serve"};
+  c.log = dir / "helper.log";
+  WorkerProcess helper(c);
+  const json x = {{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {4, 8}}, {"strides", {8, 1}}, {"device", "cpu"}};
+  const json bench = {{"warmup", 1}, {"reps", 3}, {"min_seconds", 0}};
+  json relu = {{"op", "aten::relu"}, {"overload", ""}, {"args", {x}}, {"modes", {"default"}}, {"bench", bench}};
+  json wrong = {{"op", "aten::no_such_op"}, {"overload", ""}, {"args", {x}}, {"modes", {"default"}}, {"bench", bench}};
+  const json first = helper_record(helper.request(relu, 300));
+  CHECK_MESSAGE(first.value("ok", false), first.dump());
+  CHECK(first["compile_us"]["median"].get<double>() > 0);
+  const json failed = helper_record(helper.request(wrong, 300));
+  CHECK_FALSE(record_ok(failed));
+  CHECK(failed["detail"].get<std::string>().find("no_such_op") != std::string::npos);
+  const json again = helper_record(helper.request(relu, 300));
+  CHECK_MESSAGE(again.value("ok", false), again.dump());
+  CHECK(helper.starts() == 1);
 }
 
 TEST_SUITE_END();
