@@ -83,10 +83,14 @@ inline int parse_pointwise(const forge_call* call, PwArgs& a, HostReadable host_
     PwOperand& o = a.in[i];
     o = PwOperand{x.data, x.dtype, 0, 0.0f, {}};
     if (x.ndim < 0 || x.ndim > nd) return 1;
-    if (x.dtype == FORGE_FLOAT64 && host_numel(x) == 1) {
+    // One float64 or int64 element (a wrapped Python number: `x * 0.5`, `x + 1`):
+    // the output's float type wins the promotion, and the value is read once,
+    // converted to float as stock converts it.
+    if ((x.dtype == FORGE_FLOAT64 || x.dtype == FORGE_INT64) && host_numel(x) == 1) {
       if (!x.data || !host_readable(x.data)) return 1;
       o.is_value = 1;
-      o.value = static_cast<float>(*static_cast<const double*>(x.data));
+      o.value = x.dtype == FORGE_FLOAT64 ? static_cast<float>(*static_cast<const double*>(x.data))
+                                         : static_cast<float>(*static_cast<const int64_t*>(x.data));
       for (int k = 0; k < m; ++k) st[i + 1][k] = 0;
       continue;
     }

@@ -33,11 +33,12 @@ TEST_CASE("the pointwise template verifies for every op kind: scalars, bf16, str
     CHECK(t["verified"].get<int>() == 1);
     if (t["verified"].get<int>() == 1) accepted.insert(op);
   }
-  // 16 calls: 12 unary targets (gelu twice) and 4 binary ones.
+  // 17 calls: 12 unary targets (gelu twice) and 5 binary ones (mul by a float and by an int).
   for (const char* op : {"relu", "gelu", "silu", "tanh", "mish", "softplus", "elu", "hardswish", "leaky_relu", "clamp",
                          "pow.Tensor_Scalar", "add.Tensor", "mul.Tensor", "div.Tensor", "maximum"})
     CHECK_MESSAGE(accepted.count(op) >= 1, op);
   CHECK(accepted.count("gelu") == 2);  // approximate "none" and "tanh"
+  CHECK(accepted.count("mul.Tensor") == 2);  // x * 0.5 and x * 3
 }
 
 TEST_SUITE_END();
