@@ -7,6 +7,8 @@
  *                       reduced dims); NaN counts as the extreme, ties and NaNs
  *                       give the first index, as stock does
  *   max, min            max.dim / min.dim: the value and its index
+ *   linalg_vector_norm  ord 2: sqrt of the sum of squares; ord 1: the sum of
+ *                       |x|; gathered like sums (CPU template only)
  * Which scalars each op takes: reduce_parse.h. */
 #define RD_sum 1
 #define RD_mean 2
@@ -17,19 +19,21 @@
 #define RD_argmin 7
 #define RD_max 8
 #define RD_min 9
+#define RD_linalg_vector_norm 10
 #include "../_common/op_code.h"  // FORGE_OP_CODE
 
 #ifndef FORGE_P_OP
 #define FORGE_P_OP sum
 #endif
 #define RD_OP FORGE_OP_CODE(RD_)
-#if RD_OP < RD_sum || RD_OP > RD_min
+#if RD_OP < RD_sum || RD_OP > RD_linalg_vector_norm
 #error "FORGE_P_OP: not an op of the reduction table (targets/_common/reduce_ops.h)"
 #endif
 // The kinds the kernels are written for.
-#define RD_SUM (RD_OP == RD_sum || RD_OP == RD_mean)
+#define RD_SUM (RD_OP == RD_sum || RD_OP == RD_mean || RD_OP == RD_linalg_vector_norm)
+#define RD_NORM (RD_OP == RD_linalg_vector_norm)
 #define RD_PROD (RD_OP == RD_prod)
-#define RD_EXTREME (RD_OP >= RD_amax)
+#define RD_EXTREME (RD_OP >= RD_amax && RD_OP <= RD_min)
 #define RD_IS_MAX (RD_OP == RD_amax || RD_OP == RD_argmax || RD_OP == RD_max)
 #define RD_WITH_INDEX (RD_OP == RD_argmax || RD_OP == RD_argmin || RD_OP == RD_max || RD_OP == RD_min)
 #define RD_WITH_VALUE (RD_OP != RD_argmax && RD_OP != RD_argmin)
@@ -42,4 +46,5 @@ struct ReduceArgs {
   int32_t x_dtype, y_dtype;
   int64_t outer, R, inner;  // numel = outer * R * inner
   int64_t sR, sO;            // element strides of the R and outer positions (inner steps by 1)
+  int ord;                   // linalg_vector_norm's ord (1 or 2), else 0
 };

@@ -15,6 +15,7 @@
 //   prod.dim_int:               dim (int), keepdim, dtype?
 //   argmax, argmin:             dim (int? : None = every dim, flattened), keepdim
 //   max.dim, min.dim:           dim (int), keepdim -> (values, indices)
+//   linalg_vector_norm:         ord (1 or 2 here), dim (int[]? : None or [] = every dim), keepdim, dtype?
 // ReduceArgs (reduce_ops.h) holds the result.
 
 namespace {
@@ -64,6 +65,11 @@ inline int parse_reduce(const forge_call* call, ReduceArgs& a) {
   if (ns != 3 || s[0].kind != FORGE_ARG_INT || !take_dims(s[0], false)) return 1;
 #elif RD_OP == RD_argmax || RD_OP == RD_argmin
   if (ns != 2 || !take_dims(s[0], false)) return 1;
+#elif RD_NORM
+  if (ns != 4 || !take_dims(s[1], true)) return 1;
+  const double ord = s[0].kind == FORGE_ARG_INT ? static_cast<double>(s[0].i) : s[0].kind == FORGE_ARG_FLOAT ? s[0].f : 0;
+  if (ord != 1.0 && ord != 2.0) return 1;  // inf, 0 and other powers: not this template's
+  a.ord = static_cast<int>(ord);
 #else  // max.dim, min.dim
   if (ns != 2 || s[0].kind != FORGE_ARG_INT || !take_dims(s[0], false)) return 1;
 #endif
@@ -120,6 +126,9 @@ inline int parse_reduce(const forge_call* call, ReduceArgs& a) {
   a.x_dtype = x.dtype;
   a.y = nullptr;
   a.idx = nullptr;
+#if !RD_NORM
+  a.ord = 0;
+#endif
   a.y_dtype = x.dtype;
   const int64_t m = a.outer * a.inner;
   auto out_ok = [&](const forge_tensor& o, bool index) {

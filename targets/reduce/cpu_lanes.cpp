@@ -1,12 +1,12 @@
 /* reduce, CPU strategy "lanes": one reduction of the table in
  * targets/_common/reduce_ops.h (FORGE_P_OP: sum, mean, prod, amax, amin,
- * argmax, argmin, max, min) over one run of neighbouring dims.
+ * argmax, argmin, max, min, linalg_vector_norm) over one run of neighbouring dims.
  *
  * Math: the input as [outer, R, inner] (reduce_parse.h); for each (o, i):
- * sum / mean / prod / extreme (and its first index) of x[o, 0..R-1, i],
- * in fp32 lanes, sums gathered in double every 64 vector steps.
+ * sum / mean / prod / extreme (and its first index) / 1- or 2-norm of
+ * x[o, 0..R-1, i], in fp32 lanes, sums gathered in double every 64 vector steps.
  * Ops: aten::sum.dim_IntList, sum, mean.dim, prod.dim_int, amax, amin,
- * argmax, argmin, max.dim, min.dim. Input float32/bfloat16/float16; values
+ * argmax, argmin, max.dim, min.dim, linalg_vector_norm (ord 1 or 2). Input float32/bfloat16/float16; values
  * out in any of them; indices int64.
  * Shapes: any rank <= 8, the reduced dims one run (the last dims: rows; the
  * middle or first: columns; all: one row), keepdim either way.
@@ -80,6 +80,12 @@ inline vi rd_take(vf v, vf b) {
 #endif
   return better | ((v != v) & (b == b));
 }
+// What a norm sums for each element (P: its ord, 1 or 2); other ops: the element.
+template <int P> inline vf rd_term(vf v) {
+  if constexpr (P == 2) return v * v;
+  else if constexpr (P == 1) return v < splat(0.0f) ? -v : v;
+  else return v;
+}
 inline vf rd_combine(vf acc, vf v) {
 #if RD_SUM
   return acc + v;
@@ -115,7 +121,7 @@ inline Result fold_extreme(vf best, vi idx) {
   return r;
 }
 
-template <class T>
+template <int P, class T>
 Result reduce_row(const T* x, int64_t R) {
   const T fill_t = rd_fill<T>();
 #if RD_EXTREME
@@ -155,10 +161,10 @@ Result reduce_row(const T* x, int64_t R) {
     for (int u = 0; u < U; ++u) acc[u] = splat(rd_identity());
     const int64_t end = R - j > FLUSH * U * W ? j + FLUSH * U * W : R;
     for (; j + U * W <= end; j += U * W)
-      for (int u = 0; u < U; ++u) acc[u] = rd_combine(acc[u], load(x + j + u * W));
-    for (; j + W <= end; j += W) acc[0] = rd_combine(acc[0], load(x + j));
+      for (int u = 0; u < U; ++u) acc[u] = rd_combine(acc[u], rd_term<P>(load(x + j + u * W)));
+    for (; j + W <= end; j += W) acc[0] = rd_combine(acc[0], rd_term<P>(load(x + j)));
     if (j < end) {
-      acc[0] = rd_combine(acc[0], load_part(x + j, end - j, fill_t));
+      acc[0] = rd_combine(acc[0], rd_term<P>(load_part(x + j, end - j, fill_t)));
       j = end;
     }
     for (int u = 1; u < U; ++u) acc[0] = rd_combine(acc[0], acc[u]);
@@ -173,10 +179,13 @@ Result reduce_row(const T* x, int64_t R) {
 #endif
 }
 
-template <class TY>
+template <int P, class TY>
 inline void put(const ReduceArgs& a, int64_t at, Result r, int64_t R) {
 #if RD_OP == RD_mean
   r.value /= static_cast<double>(R);
+#elif RD_NORM
+  (void)R;
+  if (P == 2) r.value = sqrt(r.value);
 #else
   (void)R;
 #endif
@@ -186,7 +195,7 @@ inline void put(const ReduceArgs& a, int64_t at, Result r, int64_t R) {
 
 // Columns: for one outer position (x at its first element), the outputs
 // [c0, c0 + cols) (cols <= C * W) accumulated over the R rows, sR apart.
-template <class T, class TY>
+template <int P, class T, class TY>
 void reduce_columns(const ReduceArgs& a, const T* x, int64_t o, int64_t c0, int64_t cols) {
   const int64_t R = a.R, sR = a.sR;
   const int nv = static_cast<int>((cols + W - 1) / W);
@@ -217,7 +226,7 @@ void reduce_columns(const ReduceArgs& a, const T* x, int64_t o, int64_t c0, int6
   for (int64_t r0 = 0; r0 < R; r0 += FLUSH) {
     const int64_t r1 = R - r0 > FLUSH ? r0 + FLUSH : R;
     for (int64_t r = r0; r < r1; ++r)
-      for (int v = 0; v < nv; ++v) acc[v] = rd_combine(acc[v], at(r, v));
+      for (int v = 0; v < nv; ++v) acc[v] = rd_combine(acc[v], rd_term<P>(at(r, v)));
     if (gather) {
       for (int v = 0; v < nv; ++v) {
         for (int k = 0; k < W; ++k) total[v * W + k] += acc[v][k];
@@ -227,7 +236,10 @@ void reduce_columns(const ReduceArgs& a, const T* x, int64_t o, int64_t c0, int6
   }
   if (gather)
     for (int v = 0; v < nv; ++v)
-      for (int k = 0; k < W; ++k) acc[v][k] = static_cast<float>(total[v * W + k]);
+      for (int k = 0; k < W; ++k) acc[v][k] = static_cast<float>(P == 2 ? sqrt(total[v * W + k]) : total[v * W + k]);
+  else if (P == 2)
+    for (int v = 0; v < nv; ++v)
+      for (int k = 0; k < W; ++k) acc[v][k] = sqrt(acc[v][k]);
 #if RD_OP == RD_mean
   for (int v = 0; v < nv; ++v) acc[v] = acc[v] / splat(static_cast<float>(R));
 #endif
@@ -245,23 +257,32 @@ void reduce_columns(const ReduceArgs& a, const T* x, int64_t o, int64_t c0, int6
 #endif
 }
 
-template <class T, class TY>
+template <int P, class T, class TY>
 __attribute__((noinline)) int reduce_run(const ReduceArgs& a) {
   const T* x = static_cast<const T*>(a.x);
   if (a.inner == 1) {
-    for (int64_t o = 0; o < a.outer; ++o) put<TY>(a, o, reduce_row(x + o * a.sO, a.R), a.R);
+    for (int64_t o = 0; o < a.outer; ++o) put<P, TY>(a, o, reduce_row<P>(x + o * a.sO, a.R), a.R);
     return 0;
   }
   for (int64_t o = 0; o < a.outer; ++o)
     for (int64_t c0 = 0; c0 < a.inner; c0 += C * W)
-      reduce_columns<T, TY>(a, x + o * a.sO, o, c0, a.inner - c0 < C * W ? a.inner - c0 : C * W);
+      reduce_columns<P, T, TY>(a, x + o * a.sO, o, c0, a.inner - c0 < C * W ? a.inner - c0 : C * W);
   return 0;
+}
+// A norm's ord picks the element term at compile time.
+template <class T, class TY>
+int reduce_ord(const ReduceArgs& a) {
+#if RD_NORM
+  return a.ord == 2 ? reduce_run<2, T, TY>(a) : reduce_run<1, T, TY>(a);
+#else
+  return reduce_run<0, T, TY>(a);
+#endif
 }
 
 __attribute__((noinline)) int reduce_dispatch(const ReduceArgs& a) {
   return with_dtype(a.x_dtype, [&](auto t) {
-    if constexpr (!RD_WITH_VALUE) return reduce_run<decltype(t), float>(a);
-    else return with_dtype(a.y_dtype, [&](auto ty) { return reduce_run<decltype(t), decltype(ty)>(a); });
+    if constexpr (!RD_WITH_VALUE) return reduce_ord<decltype(t), float>(a);
+    else return with_dtype(a.y_dtype, [&](auto ty) { return reduce_ord<decltype(t), decltype(ty)>(a); });
   });
 }
 

@@ -44,6 +44,9 @@
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
 #include "../_common/reduce_ops.h"  // the op table: RD_OP and its kind
+#if RD_NORM
+#error "linalg_vector_norm: written for the CPU template only (targets/reduce/strategies.yaml)"
+#endif
 
 namespace {
 

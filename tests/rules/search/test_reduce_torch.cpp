@@ -17,7 +17,7 @@ using nlohmann::json;
 
 TEST_SUITE_BEGIN("rules::Reduce");
 
-TEST_CASE("the reduce template verifies rows, columns, every dim, a slice, indices and max.dim") {
+TEST_CASE("the reduce template verifies rows, columns, every dim, a slice, indices, max.dim and norms") {
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   json r = test::build_library_script("reduce", dir);
@@ -32,6 +32,7 @@ TEST_CASE("the reduce template verifies rows, columns, every dim, a slice, indic
   }
   for (const char* op : {"mean.dim", "amax", "argmax", "argmin", "max.dim", "prod.dim_int"})
     CHECK_MESSAGE(accepted.count(op) == 1, op);
+  CHECK(accepted.count("linalg_vector_norm") == 3);  // 2-norms of rows and of all, a 1-norm of columns
   // Rows, columns, the first dim, every dim, and the full sums of the final print.
   CHECK(accepted.count("sum.dim_IntList") >= 4);
 }
