@@ -12,23 +12,6 @@ using nlohmann::json;
 
 namespace {
 
-// The modes Inductor is timed in. On the CPU, max-autotune changes only GEMM
-// and convolution templates: for other ops both modes generate the same C++
-// (torch 2.14: relu, sum, softmax, layer_norm and cumsum compared line by
-// line), so timing it again would only add a compile and a second figure of
-// the same code. Any op or chain op whose name could be a GEMM keeps both.
-std::vector<std::string> baseline_modes(const BuildContext& ctx, const Target& t) {
-  if (ctx.device.backend != "cpu") return {"default", "max-autotune-no-cudagraphs"};
-  std::vector<std::string> names = {t.op};
-  if (t.chain.is_object())
-    for (const auto& o : t.chain.value("ops", json::array())) names.push_back(o.value("op", ""));
-  for (const auto& n : names)
-    if (n.find("mm") != std::string::npos || n.find("conv") != std::string::npos ||
-        n.find("linear") != std::string::npos || n.find("matmul") != std::string::npos)
-      return {"default", "max-autotune-no-cudagraphs"};
-  return {"default"};
-}
-
 json measure(BuildContext& ctx, const Target& t, WorkerProcess& helper) {
   const auto dot = t.op.find('.');
   json req = {{"op", t.op.substr(0, dot)},
@@ -36,7 +19,7 @@ json measure(BuildContext& ctx, const Target& t, WorkerProcess& helper) {
               {"args", t.args},
               {"samples", materialize_samples(ctx, t)},
               {"bench", bench_settings(ctx, EvalSettings{})},
-              {"modes", baseline_modes(ctx, t)}};
+              {"modes", baseline_modes(ctx.device.backend, t)}};
   // A chain: the helper runs its ATen ops one by one, which Inductor fuses.
   if (t.chain.is_object()) req["chain"] = t.chain;
   // Inductor's first compile on a small CPU machine takes minutes.
@@ -67,6 +50,23 @@ WorkerCommand helper_command(BuildContext& ctx, const fs::path& script) {
 }
 
 }  // namespace
+
+// The modes Inductor is timed in. On the CPU, max-autotune changes only GEMM
+// and convolution templates: for other ops both modes generate the same C++
+// (torch 2.14: relu, sum, softmax, layer_norm and cumsum compared line by
+// line), so timing it again would only add a compile and a second figure of
+// the same code. Any op or chain op whose name could be a GEMM keeps both.
+std::vector<std::string> baseline_modes(const std::string& backend, const Target& t) {
+  if (backend != "cpu") return {"default", "max-autotune-no-cudagraphs"};
+  std::vector<std::string> names = {t.op};
+  if (t.chain.is_object())
+    for (const auto& o : t.chain.value("ops", json::array())) names.push_back(o.value("op", ""));
+  for (const auto& n : names)
+    if (n.find("mm") != std::string::npos || n.find("conv") != std::string::npos ||
+        n.find("linear") != std::string::npos || n.find("matmul") != std::string::npos)
+      return {"default", "max-autotune-no-cudagraphs"};
+  return {"default"};
+}
 
 json helper_record(const WorkerReply& r) {
   // Inductor compiling past the helper's time limit is a finding about it too:
@@ -107,7 +107,7 @@ void CompileBaselineRule::apply(BuildContext& ctx) {
                    {"device", ctx.device.fingerprint()},
                    {"toolchain", ctx.toolchain.fingerprint()},
                    {"helper", sha256_hex(script_text)},
-                   {"modes", json(baseline_modes(ctx, t)).dump()}};
+                   {"modes", json(baseline_modes(ctx.device.backend, t)).dump()}};
     spec.run = [&ctx, &t, &helper] { return measure(ctx, t, helper); };
     auto outcome = ctx.step(spec, t.model);
     if (!outcome) continue;

@@ -25,6 +25,9 @@ namespace forge {
 // raised on the target.
 nlohmann::json helper_record(const WorkerReply& r);
 
+// The modes Inductor is timed in for `t` on `backend` ("cpu" or "cuda").
+std::vector<std::string> baseline_modes(const std::string& backend, const Target& t);
+
 class CompileBaselineRule : public Rule {
  public:
   std::string name() const override { return "compile_baseline"; }

@@ -68,6 +68,22 @@ TEST_CASE("a helper that crashes, raises on the target or replies without a resu
   CHECK_FALSE(record_ok(helper_record(replied({{"id", 2}, {"result", "not an object"}}))));
 }
 
+TEST_CASE("on the CPU only default mode is timed, unless an op of the target could be a GEMM") {
+  Target relu;
+  relu.op = "relu";
+  CHECK(baseline_modes("cpu", relu) == std::vector<std::string>{"default"});
+  CHECK(baseline_modes("cuda", relu) == std::vector<std::string>{"default", "max-autotune-no-cudagraphs"});
+  Target addmm;
+  addmm.op = "addmm";
+  CHECK(baseline_modes("cpu", addmm).size() == 2);
+  Target chain;
+  chain.op = "chain";
+  chain.chain = {{"ops", {{{"op", "aten::convolution"}}, {{"op", "aten::relu"}}}}};
+  CHECK(baseline_modes("cpu", chain).size() == 2);
+  chain.chain = {{"ops", {{{"op", "aten::mul"}}, {{"op", "aten::relu"}}}}};
+  CHECK(baseline_modes("cpu", chain) == std::vector<std::string>{"default"});
+}
+
 TEST_SUITE_END();
 
 }  // namespace forge
