@@ -12,14 +12,14 @@ using nlohmann::json;
 
 namespace {
 
-json measure(BuildContext& ctx, const Target& t, WorkerProcess& helper) {
+json measure(BuildContext& ctx, const Target& t, const std::vector<std::string>& modes, WorkerProcess& helper) {
   const auto dot = t.op.find('.');
   json req = {{"op", t.op.substr(0, dot)},
               {"overload", dot == std::string::npos ? "" : t.op.substr(dot + 1)},
               {"args", t.args},
               {"samples", materialize_samples(ctx, t)},
               {"bench", bench_settings(ctx, EvalSettings{})},
-              {"modes", baseline_modes(ctx.device.backend, t)}};
+              {"modes", modes}};
   // A chain: the helper runs its ATen ops one by one, which Inductor fuses.
   if (t.chain.is_object()) req["chain"] = t.chain;
   // Inductor's first compile on a small CPU machine takes minutes.
@@ -28,8 +28,8 @@ json measure(BuildContext& ctx, const Target& t, WorkerProcess& helper) {
   // A target the helper failed on, in any mode, may have left it unhealthy (a
   // CUDA error is sticky): the next target starts a fresh process.
   bool failed = !record_ok(rec) || !rec.value("ok", false);
-  const json modes = rec.value("modes", json::object());  // items() must not outlive it
-  for (const auto& [mode, r] : modes.items()) failed = failed || r.contains("error");
+  const json timed = rec.value("modes", json::object());  // items() must not outlive it
+  for (const auto& [mode, r] : timed.items()) failed = failed || r.contains("error");
   if (failed) helper.stop();
   return rec;
 }
@@ -53,9 +53,8 @@ WorkerCommand helper_command(BuildContext& ctx, const fs::path& script) {
 
 // The modes Inductor is timed in. On the CPU, max-autotune changes only GEMM
 // and convolution templates: for other ops both modes generate the same C++
-// (torch 2.14: relu, sum, softmax, layer_norm and cumsum compared line by
-// line), so timing it again would only add a compile and a second figure of
-// the same code. Any op or chain op whose name could be a GEMM keeps both.
+// (torch 2.14, docs/PACKAGE.md), so a second mode would time the same code
+// again. Any op or chain op whose name could be a GEMM's keeps both.
 std::vector<std::string> baseline_modes(const std::string& backend, const Target& t) {
   if (backend != "cpu") return {"default", "max-autotune-no-cudagraphs"};
   std::vector<std::string> names = {t.op};
@@ -95,6 +94,7 @@ void CompileBaselineRule::apply(BuildContext& ctx) {
   for (Target* tp : all) {
     Target& t = *tp;
     if (t.kernels.empty()) continue;  // the baseline is for comparing a forged kernel
+    const std::vector<std::string> modes = baseline_modes(ctx.device.backend, t);
     StepSpec spec;
     spec.kind = "compile_baseline";
     spec.label = t.id;
@@ -107,8 +107,8 @@ void CompileBaselineRule::apply(BuildContext& ctx) {
                    {"device", ctx.device.fingerprint()},
                    {"toolchain", ctx.toolchain.fingerprint()},
                    {"helper", sha256_hex(script_text)},
-                   {"modes", json(baseline_modes(ctx.device.backend, t)).dump()}};
-    spec.run = [&ctx, &t, &helper] { return measure(ctx, t, helper); };
+                   {"modes", json(modes).dump()}};
+    spec.run = [&ctx, &t, modes, &helper] { return measure(ctx, t, modes, helper); };
     auto outcome = ctx.step(spec, t.model);
     if (!outcome) continue;
     const json& rec = outcome->record;

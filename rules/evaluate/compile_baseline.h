@@ -4,8 +4,9 @@
 // op could be a GEMM: there both generate the same code), timed by a Python
 // helper (runtime/compile_bench/forge_compile_bench.py, one process per
 // build) with the worker's method; the better mode is "compile". One cached
-// step per target (op, signature, inputs, device, toolchain, helper, modes). Sets Target::compile_us and, for targets with an
-// accepted kernel, best_speedup_compile = the kernel's speedup over stock
+// step per target (op, signature, inputs, device, toolchain, helper, modes).
+// Sets Target::compile_us and, for targets with an accepted kernel,
+// best_speedup_compile = the kernel's speedup over stock
 // (worker) times Inductor's time over stock (helper, same process). The same
 // helper run traces the op under torch.compile's front end and reports the
 // other ops it becomes (Target::traced_as) for the package's routing.

@@ -25,6 +25,7 @@ inline int parse_reduce(const forge_call* call, ReduceArgs& a) {
   const forge_tensor& x = call->inputs[0];
   const int nd = x.ndim;
   if (!x.data || nd < 0 || nd > FORGE_MAX_DIMS || !host_float(x.dtype)) return 1;
+  a.ord = 0;
   const forge_scalar* s = call->scalars;
   const int ns = call->n_scalars;
   bool reduced[FORGE_MAX_DIMS] = {};
@@ -126,9 +127,6 @@ inline int parse_reduce(const forge_call* call, ReduceArgs& a) {
   a.x_dtype = x.dtype;
   a.y = nullptr;
   a.idx = nullptr;
-#if !RD_NORM
-  a.ord = 0;
-#endif
   a.y_dtype = x.dtype;
   const int64_t m = a.outer * a.inner;
   auto out_ok = [&](const forge_tensor& o, bool index) {
