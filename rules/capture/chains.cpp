@@ -10,11 +10,8 @@
 #include "rules/capture/selection.h"
 
 namespace forge {
-namespace {
 using nlohmann::json;
 
-// Matrix products and convolutions: a chain may start after one (its
-// epilogue), not include it.
 bool is_gemm_or_conv(const std::string& op) {
   static const std::set<std::string> names = {
       "mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot",
@@ -25,8 +22,6 @@ bool is_gemm_or_conv(const std::string& op) {
       "_scaled_dot_product_cudnn_attention", "_flash_attention_forward", "_efficient_attention_forward"};
   return names.count(op.substr(0, op.find('.'))) > 0;
 }
-
-}  // namespace
 
 std::string cast_dtype(const json& e) {
   // softmax(x, dim, dtype=float32) casts its input before _softmax (not on CUDA half: _softmax's half_to_float).

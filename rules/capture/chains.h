@@ -54,6 +54,11 @@ bool in_place(const nlohmann::json& entry);
 // compiled graphs see the op functionalization leaves.
 std::string functional_spelling(const std::string& op);
 
+// A matrix product, convolution or attention op ("addmm", "convolution.default",
+// an overload or none): a chain may start after one (its epilogue), not
+// include it.
+bool is_gemm_or_conv(const std::string& op);
+
 // Adds capture entry i (`e`) to the chain's ops, signatures and time.
 void append_entry(Chain& ch, int i, const nlohmann::json& e);
 

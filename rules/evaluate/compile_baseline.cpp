@@ -2,6 +2,7 @@
 
 #include "engine/environment.h"
 #include "engine/store_json.h"
+#include "rules/capture/chains.h"
 #include "rules/evaluate/evaluate.h"
 #include "util/atomic_file.h"
 #include "util/hash.h"
@@ -54,16 +55,14 @@ WorkerCommand helper_command(BuildContext& ctx, const fs::path& script) {
 // The modes Inductor is timed in. On the CPU, max-autotune changes only GEMM
 // and convolution templates: for other ops both modes generate the same C++
 // (torch 2.14, docs/PACKAGE.md), so a second mode would time the same code
-// again. Any op or chain op whose name could be a GEMM's keeps both.
+// again. A GEMM or convolution among the target's ops keeps both.
 std::vector<std::string> baseline_modes(const std::string& backend, const Target& t) {
   if (backend != "cpu") return {"default", "max-autotune-no-cudagraphs"};
   std::vector<std::string> names = {t.op};
   if (t.chain.is_object())
     for (const auto& o : t.chain.value("ops", json::array())) names.push_back(o.value("op", ""));
   for (const auto& n : names)
-    if (n.find("mm") != std::string::npos || n.find("conv") != std::string::npos ||
-        n.find("linear") != std::string::npos || n.find("matmul") != std::string::npos)
-      return {"default", "max-autotune-no-cudagraphs"};
+    if (is_gemm_or_conv(n.rfind("aten::", 0) == 0 ? n.substr(6) : n)) return {"default", "max-autotune-no-cudagraphs"};
   return {"default"};
 }
 
