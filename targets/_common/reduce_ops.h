@@ -8,7 +8,7 @@
  *                       give the first index, as stock does
  *   max, min            max.dim / min.dim: the value and its index
  *   linalg_vector_norm  ord 2: sqrt of the sum of squares; ord 1: the sum of
- *                       |x|; gathered like sums (CPU template only)
+ *                       |x|; gathered like sums
  * Which scalars each op takes: reduce_parse.h. */
 #define RD_sum 1
 #define RD_mean 2

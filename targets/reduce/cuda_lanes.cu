@@ -1,13 +1,15 @@
 /* reduce, CUDA strategy "lanes": one reduction of the table in
  * targets/_common/reduce_ops.h (FORGE_P_OP: sum, mean, prod, amax, amin,
- * argmax, argmin, max, min) over one run of neighbouring dims.
+ * argmax, argmin, max, min, linalg_vector_norm) over one run of neighbouring
+ * dims.
  *
  * Math: the input as [outer, R, inner] (reduce_parse.h); for each (o, i) the
- * sum (in double) / mean / product (fp32) / extreme and its first index of
- * x[o, 0..R-1, i]. NaN wins an extreme, ties and NaNs give the first index.
+ * sum (in double) / mean / product (fp32) / extreme and its first index / the
+ * sum of |x| or the root of the sum of squares (in double) of x[o, 0..R-1, i].
+ * NaN wins an extreme, ties and NaNs give the first index.
  * Ops: aten::sum.dim_IntList, sum, mean.dim, prod.dim_int, amax, amin,
- * argmax, argmin, max.dim, min.dim; input float32/bfloat16/float16, values
- * out in any of them, indices int64.
+ * argmax, argmin, max.dim, min.dim, linalg_vector_norm (ord 1 or 2); input
+ * float32/bfloat16/float16, values out in any of them, indices int64.
  * Shapes: any rank <= 8, the reduced dims one run whose groups of dims merge
  * (reduce_parse.h); keepdim either way.
  * Workspace (rows split in chunks): outer * ceil(R / CHUNK) * 16 bytes.
@@ -44,9 +46,6 @@
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
 #include "../_common/reduce_ops.h"  // the op table: RD_OP and its kind
-#if RD_NORM
-#error "linalg_vector_norm: written for the CPU template only (targets/reduce/strategies.yaml)"
-#endif
 
 namespace {
 
@@ -94,8 +93,11 @@ __device__ __forceinline__ Part combine(Part a, Part b) {
 #endif
 }
 // One element folded into a thread's partial (elements arrive in index order).
-__device__ __forceinline__ void fold(Part& p, float x, int64_t i) {
-#if RD_SUM
+// A norm sums |x| (ord 1) or x * x (ord 2), the square taken in double.
+__device__ __forceinline__ void fold(Part& p, float x, int64_t i, int ord) {
+#if RD_NORM
+  p.v += ord == 2 ? static_cast<double>(x) * x : fabs(static_cast<double>(x));
+#elif RD_SUM
   p.v += x;
 #elif RD_PROD
   p.v = static_cast<float>(p.v) * x;
@@ -130,6 +132,8 @@ template <class TY>
 __device__ __forceinline__ void put(const ReduceArgs& a, int64_t at, Part p) {
 #if RD_OP == RD_mean
   p.v /= static_cast<double>(a.R);
+#elif RD_NORM
+  if (a.ord == 2) p.v = sqrt(p.v);
 #endif
   if constexpr (RD_WITH_VALUE) static_cast<TY*>(a.y)[at] = Io<TY>::from(static_cast<float>(p.v));
   if constexpr (RD_WITH_INDEX) a.idx[at] = p.i;
@@ -149,9 +153,9 @@ __device__ __forceinline__ void reduce_row_chunk(const ReduceArgs& a, int64_t o,
     float v[N];
     load_n<T, N>(x + j, v);
 #pragma unroll
-    for (int k = 0; k < N; ++k) fold(p, v[k], j + k);
+    for (int k = 0; k < N; ++k) fold(p, v[k], j + k, a.ord);
   }
-  for (; j < end; ++j) fold(p, Io<T>::to(x[j]), j);  // the last thread's partial vector
+  for (; j < end; ++j) fold(p, Io<T>::to(x[j]), j, a.ord);  // the last thread's partial vector
   p = block_combine(p);
   if (threadIdx.x != 0) return;
   if (chunks == 1) put<TY>(a, o, p);
@@ -191,9 +195,9 @@ __global__ void __launch_bounds__(BLOCK) reduce_columns(ReduceArgs a) {
 #pragma unroll
       for (int k = 0; k < UNROLL; ++k) v[k] = Io<T>::to(x[(r + k) * a.sR]);
 #pragma unroll
-      for (int k = 0; k < UNROLL; ++k) fold(p, v[k], r + k);
+      for (int k = 0; k < UNROLL; ++k) fold(p, v[k], r + k, a.ord);
     }
-    for (; r < a.R; ++r) fold(p, Io<T>::to(x[r * a.sR]), r);
+    for (; r < a.R; ++r) fold(p, Io<T>::to(x[r * a.sR]), r, a.ord);
     put<TY>(a, t, p);
   }
 }
