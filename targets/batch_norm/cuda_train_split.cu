@@ -1,14 +1,19 @@
 /* batch_norm in training mode, CUDA strategy "train_split": each channel's
- * N * HW values split over S blocks; three passes, each merging the blocks'
- * partials of the pass before in a fixed order (deterministic).
+ * N * HW values split over S blocks; two passes (statistics, then the affine
+ * map), the second merging the first's partials in a fixed order
+ * (deterministic).
  *
- * Math, per channel c over its M = N * HW values (in double):
- *   mean = sum(x) / M;  var = sum((x - mean)^2) / M
+ * Math, per channel c over its M = N * HW values, in double, shifted by the
+ * channel's first value s (so the one-pass variance does not cancel):
+ *   S1 = sum(x - s), S2 = sum((x - s)^2)
+ *   mean = s + S1 / M;  sq = S2 - S1^2 / M;  var = sq / M
  *   save_mean = mean;  save_invstd = 1 / sqrt(var + eps)
  *   y = fma((x - mean) * invstd, w[c], b[c])  (fp32: the form of the stock
  *   CUDA elementwise pass, ((x - mean) * invstd) * w + b, contracted by nvcc)
  *   running_mean' = momentum * mean + (1 - momentum) * running_mean
- *   running_var'  = momentum * sum((x - mean)^2) / (M - 1) + (1 - momentum) * running_var
+ *   running_var'  = momentum * sq / (M - 1) + (1 - momentum) * running_var
+ * A channel holding an infinity or NaN gets NaN statistics and outputs, as
+ * the stock CUDA kernel's Welford merge gives (inf - inf).
  * Op: aten::native_batch_norm(input, weight?, bias?, running_mean?,
  *     running_var?, training=True, momentum, eps) -> (out, save_mean,
  *     save_invstd), the new running statistics as outputs 3 and 4
@@ -23,15 +28,12 @@
  * of one float dtype, parameters and statistics C contiguous elements); the
  * workspace at least forge_workspace_bytes. A launch failure returns 1.
  *
- * Status: not in strategies.yaml. On the H100 (80f8b36) it was rejected on
- * every quick case: float32 outputs 1.5-1.8e-5 off stock where they cancel
- * (stock's CUDA arithmetic is not this one), and a channel of -inf gives
- * save_mean -inf where stock's Welford merge gives NaN.
- *
  * Why it is fast: the stock kernel reduces a channel in one block (a grid of
  * C blocks: 64 channels use 64 of 132 SMs); here S blocks per channel keep
- * every SM busy, and the statistics and the affine pass read x with
- * coalesced loads, the affine pass in the order the statistics were read.
+ * every SM busy. x is read twice (statistics, affine map) and y written
+ * once, the floor for statistics that precede the output; each block walks
+ * its range plane by plane with 16-byte accesses where HW and the base allow.
+ * Compiled here (nvcc 13, sm_90a); its GPU runs: docs/STRATEGIES.md.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -88,48 +90,63 @@ __device__ __forceinline__ double merged(const double* parts, int S) {
   return total;
 }
 
-// Block (s, c) visits values [j0, j1) of channel c: value j is element j % HW
-// of plane j / HW (sample n's plane of c); f(address) for each, in order
-// per thread.
-template <class F>
-__device__ __forceinline__ void each_value(const BnTrainArgs& a, int S, F&& f) {
+// Block (s, c)'s values of channel c: [j0, j1) of its M = N * HW values in
+// sample order, a multiple of V each (the host picks V dividing HW), walked
+// plane by plane; f(x + i) for each V-vector at element i, in order per thread.
+template <int V, class F>
+__device__ __forceinline__ void each_vector(const BnTrainArgs& a, int S, F&& f) {
   const int64_t c = blockIdx.y, M = a.N * a.HW;
-  const int64_t per = (M + S - 1) / S;
-  const int64_t j0 = per * blockIdx.x, j1 = j0 + per < M ? j0 + per : M;
-  for (int64_t j = j0 + threadIdx.x; j < j1; j += BLOCK) {
-    const int64_t n = j / a.HW, k = j - n * a.HW;
-    f((n * a.C + c) * a.HW + k);
+  int64_t per = (M + S - 1) / S;
+  per += (V - per % V) % V;
+  int64_t j = per * blockIdx.x;
+  const int64_t j1 = j + per < M ? j + per : M;
+  while (j < j1) {
+    const int64_t n = j / a.HW;
+    const int64_t end = (n + 1) * a.HW < j1 ? (n + 1) * a.HW : j1;
+    const int64_t base = (n * a.C + c) * a.HW - n * a.HW;  // element of value j is base + j
+    for (int64_t t = j + static_cast<int64_t>(threadIdx.x) * V; t < end; t += static_cast<int64_t>(BLOCK) * V)
+      f(base + t);
+    j = end;
   }
 }
 
+// The channel's shift: its first value (sample 0, element 0).
 template <class T>
-__global__ void __launch_bounds__(BLOCK) bn_sums(BnTrainArgs a, int S, double* sums) {
-  const T* x = static_cast<const T*>(a.x);
-  double v = 0.0;
-  each_value(a, S, [&](int64_t i) { v += Io<T>::to(x[i]); });
-  v = block_sum_d(v);
-  if (threadIdx.x == 0) sums[blockIdx.y * S + blockIdx.x] = v;
+__device__ __forceinline__ double shift_of(const BnTrainArgs& a) {
+  return Io<T>::to(static_cast<const T*>(a.x)[blockIdx.y * a.HW]);
 }
 
-template <class T>
-__global__ void __launch_bounds__(BLOCK) bn_squares(BnTrainArgs a, int S, const double* sums, double* squares) {
+template <class T, int V>
+__global__ void __launch_bounds__(BLOCK) bn_stats(BnTrainArgs a, int S, double* sums, double* squares) {
   const T* x = static_cast<const T*>(a.x);
-  const double mean = merged(sums + blockIdx.y * S, S) / (static_cast<double>(a.N) * a.HW);
-  double v = 0.0;
-  each_value(a, S, [&](int64_t i) {
-    const double d = Io<T>::to(x[i]) - mean;
-    v += d * d;
+  const double s = shift_of<T>(a);
+  double s1 = 0.0, s2 = 0.0;
+  each_vector<V>(a, S, [&](int64_t i) {
+    float v[V];
+    load_n<T, V>(x + i, v);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const double d = v[k] - s;
+      s1 += d;
+      s2 = fma(d, d, s2);
+    }
   });
-  v = block_sum_d(v);
-  if (threadIdx.x == 0) squares[blockIdx.y * S + blockIdx.x] = v;
+  s1 = block_sum_d(s1);
+  s2 = block_sum_d(s2);
+  if (threadIdx.x == 0) {
+    sums[blockIdx.y * S + blockIdx.x] = s1;
+    squares[blockIdx.y * S + blockIdx.x] = s2;
+  }
 }
 
-template <class T, class TP, class TS>
+template <class T, class TP, class TS, int V>
 __global__ void __launch_bounds__(BLOCK) bn_apply(BnTrainArgs a, int S, const double* sums, const double* squares) {
   const int64_t c = blockIdx.y;
   const double M = static_cast<double>(a.N) * a.HW;
-  const double mean = merged(sums + c * S, S) / M;
-  const double sq = merged(squares + c * S, S);
+  const double s1 = merged(sums + c * S, S), s2 = merged(squares + c * S, S);
+  double mean = shift_of<T>(a) + s1 / M, sq = s2 - s1 * s1 / M;
+  if (!isfinite(s1) || !isfinite(s2)) mean = sq = NAN;  // stock's Welford: inf - inf
+  if (sq < 0) sq = 0;
   const double var = sq / M;
   const double invstd = var != 0 || a.eps != 0 ? 1.0 / sqrt(var + a.eps) : 0.0;  // stock's InvStd: 0 for 0/0
   const float mean_f = static_cast<float>(mean), invstd_f = static_cast<float>(invstd);
@@ -148,7 +165,13 @@ __global__ void __launch_bounds__(BLOCK) bn_apply(BnTrainArgs a, int S, const do
   }
   const T* x = static_cast<const T*>(a.x);
   T* y = static_cast<T*>(a.y);
-  each_value(a, S, [&](int64_t i) { y[i] = Io<T>::from(fmaf((Io<T>::to(x[i]) - mean_f) * invstd_f, w, b)); });
+  each_vector<V>(a, S, [&](int64_t i) {
+    float v[V];
+    load_n<T, V>(x + i, v);
+#pragma unroll
+    for (int k = 0; k < V; ++k) v[k] = fmaf((v[k] - mean_f) * invstd_f, w, b);
+    store_n<T, V>(y + i, v);
+  });
 }
 
 // Blocks per channel: about BLOCKS over all channels, each with at least
@@ -162,19 +185,26 @@ inline int splits_of(const BnTrainArgs& a) {
   return static_cast<int>(s < 1 ? 1 : s);
 }
 
+template <class T, class TP, class TS, int V>
+int launch_v(const BnTrainArgs& a, int S, double* sums, double* squares, cudaStream_t stream) {
+  const dim3 grid(S, static_cast<unsigned>(a.C));
+  bn_stats<T, V><<<grid, BLOCK, 0, stream>>>(a, S, sums, squares);
+  if (launch_status()) return 1;
+  bn_apply<T, TP, TS, V><<<grid, BLOCK, 0, stream>>>(a, S, sums, squares);
+  return launch_status();
+}
+
 template <class T, class TP, class TS>
 int launch(const BnTrainArgs& a, void* workspace, int64_t workspace_bytes, cudaStream_t stream) {
   const int S = splits_of(a);
   double* sums = static_cast<double*>(workspace);
   if (!sums || workspace_bytes < 2 * a.C * S * static_cast<int64_t>(sizeof(double)) || a.C > 65535) return 1;
   double* squares = sums + a.C * S;
-  const dim3 grid(S, static_cast<unsigned>(a.C));
-  bn_sums<T><<<grid, BLOCK, 0, stream>>>(a, S, sums);
-  if (launch_status()) return 1;
-  bn_squares<T><<<grid, BLOCK, 0, stream>>>(a, S, sums, squares);
-  if (launch_status()) return 1;
-  bn_apply<T, TP, TS><<<grid, BLOCK, 0, stream>>>(a, S, sums, squares);
-  return launch_status();
+  // 16-byte vectors when every plane starts on one: HW a multiple of the
+  // vector and both bases aligned.
+  constexpr int V = 16 / sizeof(T);
+  if (a.HW % V == 0 && aligned16(a.x) && aligned16(a.y)) return launch_v<T, TP, TS, V>(a, S, sums, squares, stream);
+  return launch_v<T, TP, TS, 1>(a, S, sums, squares, stream);
 }
 
 }  // namespace

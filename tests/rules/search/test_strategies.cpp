@@ -174,7 +174,7 @@ TEST_CASE("applies: batch_norm's strategies split by training mode (a YAML boole
       }
   CHECK(cuda == 2);
   CHECK(cpu == 2);
-  // Training mode: train_planes alone, float32 only.
+  // Training mode: train_planes on the CPU (float32 only), train_split on CUDA.
   t.args[5]["value"] = true;
   std::vector<std::string> train_cuda, train_cpu_bf16, train_cpu_f32;
   Target f32 = t;
@@ -187,7 +187,7 @@ TEST_CASE("applies: batch_norm's strategies split by training mode (a YAML boole
         if (strategy_applies(s, t, "cpu")) train_cpu_bf16.push_back(s.name);
         if (strategy_applies(s, f32, "cpu")) train_cpu_f32.push_back(s.name);
       }
-  CHECK(train_cuda.empty());  // cuda_train_split.cu is not listed until it verifies (strategies.yaml)
+  CHECK(train_cuda == std::vector<std::string>{"train_split"});
   CHECK(train_cpu_bf16.empty());
   CHECK(train_cpu_f32 == std::vector<std::string>{"train_planes"});
 }
