@@ -104,13 +104,48 @@ def table(lines):
     return "\n".join(out)
 
 
-if __name__ == "__main__":  # python3 bench/kernelbench/results.py FILE...: one table over shards' files
+def goals(lines):
+    """Issue 32's goals over single-op problems (class single-op): how many
+    shipped a kernel; per problem forge's kernel over the better of eager and
+    torch.compile for the op (the build's figures; a problem with no kernel
+    has none, stock never stands in); their geometric mean; those below 1;
+    and, for problems that move at least 1 GB, the copy floor's share of the
+    model's time with the package."""
+    single = [x for x in lines if x.get("class") == "single-op"]
+    shipped = [x for x in single if x["shipped"]]
+    fig = {}
+    for x in shipped:
+        k = [v for v in (x["speedup"].get("kernel_eager"), x["speedup"].get("kernel_compile")) if v]
+        if len(k) == 2:
+            fig[x["problem"]] = min(k)
+    out = ["single-op problems: %d run, %d with a shipped kernel (%.0f%%)"
+           % (len(single), len(shipped), 100.0 * len(shipped) / len(single) if single else 0)]
+    if fig:
+        geo = 1.0
+        for v in fig.values():
+            geo *= v
+        geo **= 1.0 / len(fig)
+        out.append("forge's kernel over the better of eager and torch.compile: geometric mean %.2f× over %d "
+                   "problems with both figures; below 1: %s" % (
+                       geo, len(fig), ", ".join("%s %.2f" % (p.split("/")[-1], v)
+                                                for p, v in sorted(fig.items()) if v < 1) or "none"))
+    big = [x for x in shipped if (x.get("bytes") or 0) >= 1e9 and (x.get("floor_pct") or {}).get("eager+forge")]
+    if big:
+        out.append("≥ 1 GB with a package: copy floor / model time %s" % ", ".join(
+            "%s %.0f%%" % (x["problem"].split("/")[-1], x["floor_pct"]["eager+forge"]) for x in big))
+    return "\n".join(out)
+
+
+if __name__ == "__main__":  # python3 bench/kernelbench/results.py [--goals] FILE...: one table over shards' files
     import json
     import sys
     latest = {}  # a problem run again (--redo): its last line
-    for f in sys.argv[1:]:
+    files = [f for f in sys.argv[1:] if f != "--goals"]
+    for f in files:
         for text in open(f):
             if '"kernelbench"' in text:
                 x = json.loads(text)
                 latest[x["problem"]] = x
     print(table(list(latest.values())))
+    if "--goals" in sys.argv[1:]:
+        print(goals(list(latest.values())))

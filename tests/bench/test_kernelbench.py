@@ -147,6 +147,22 @@ class Table(unittest.TestCase):
         self.assertEqual(len(text.splitlines()), 4)
         json.dumps(x)  # a results line is JSON
 
+    def test_goals_count_kernels_never_stock(self):
+        e2e = {w: {"ms": {"median": m, "spread": 0.1, "n": 30}, "mode": None, "checksum": 1.0, "bytes": 2e9}
+               for w, m in (("eager", 2.0), ("eager+forge", 1.0), ("compile", 1.6), ("compile+forge", 0.8))}
+        fast = results.line(ENV, "level1/19_ReLU", "single-op", ["relu"], 1.0, 20, [row(True)], e2e, 4e12, None, {})
+        fast["speedup"].update(kernel_eager=2.0, kernel_compile=1.5)
+        slow = json.loads(json.dumps(fast))
+        slow["problem"] = "level1/23_Softmax"
+        slow["speedup"].update(kernel_eager=1.2, kernel_compile=0.6)
+        none = results.line(ENV, "level1/40_LayerNorm", "single-op", [], 1.0, 20, [], {}, None, "not_faster", {})
+        chain = results.line(ENV, "level1/36_RMSNorm_", "chain", [], 1.0, 20, [row(True)], e2e, 4e9, None, {})
+        text = results.goals([fast, slow, none, chain])
+        self.assertIn("3 run, 2 with a shipped kernel (67%)", text)
+        self.assertIn("geometric mean 0.95× over 2 problems", text)  # sqrt(1.5 * 0.6)
+        self.assertIn("below 1: 23_Softmax 0.60", text)
+        self.assertIn("19_ReLU 50%", text)
+
     def test_manifest_names_script_budget_device(self):
         text = project.manifest("19_ReLU", "/kb/19_ReLU.py", 0.01, "cpu", 5, 0, 2, 64, 120, build_seconds=216)
         self.assertIn("run: python model.py /kb/19_ReLU.py --scale 0.01 --device cpu", text)
