@@ -196,7 +196,7 @@ SignatureFacts signature_facts(const Target& target) {
       f.slice = c[0] / g[0] * hw[0];
       f.groups = n[0] * g[0];
     }
-  } else if (op == "native_batch_norm" && a.size() >= 6) {
+  } else if ((op == "native_batch_norm" || op == "cudnn_batch_norm") && a.size() >= 6) {
     const json& tr = a[5].value("value", json());
     if (tr.is_boolean()) f.training = tr.get<bool>();
     if (nd >= 2) f.plane = product(std::vector<int64_t>(sizes.begin() + 2, sizes.end()));

@@ -7,6 +7,9 @@
 // weight/bias optional; parameters C contiguous elements of one float dtype;
 // save_* both empty or both C contiguous elements of one float dtype. Host
 // code: the CPU templates include it after their ISA region (cpu_checks.h).
+// cudnn_batch_norm (a float32 BatchNorm with weights on CUDA) takes the same
+// arguments and returns a fourth tensor, cuDNN's reserve space: taken when it
+// is empty, as it is in eval mode.
 // Internal linkage: the package loads many candidates into one process.
 namespace {
 // [N, C, *] with C fastest: strides (C*HW, 1, then row-major over * times C).
@@ -23,7 +26,8 @@ inline bool is_channels_last(const forge_tensor& t) {
 }
 
 inline int parse_batch_norm(const forge_call* call, bool accept_channels_last, BnArgs& a) {
-  if (!call || call->n_inputs != 5 || call->n_outputs != 3 || call->n_scalars < 3) return 1;
+  if (!call || call->n_inputs != 5 || (call->n_outputs != 3 && call->n_outputs != 4) || call->n_scalars < 3) return 1;
+  if (call->n_outputs == 4 && host_numel(call->outputs[3]) != 0) return 1;  // cuDNN's reserve
   const forge_tensor& x = call->inputs[0];
   const forge_tensor& w = call->inputs[1];
   const forge_tensor& b = call->inputs[2];

@@ -24,7 +24,12 @@ inline int parse_batch_norm_train(const forge_call* call, BnTrainArgs& a) {
   const forge_tensor& rm = call->inputs[3];
   const forge_tensor& rv = call->inputs[4];
   const bool running = rm.data != nullptr;
-  if ((rv.data != nullptr) != running || call->n_outputs != (running ? 5 : 3)) return 1;
+  if ((rv.data != nullptr) != running) return 1;
+  const int base = running ? 5 : 3;  // native_batch_norm's outputs; cudnn_batch_norm's have a reserve
+  const int reserve = call->n_outputs == base + 1 ? 3 : -1;
+  if (call->n_outputs != base && reserve < 0) return 1;
+  if (reserve >= 0 && host_numel(call->outputs[reserve]) != 0) return 1;
+  const int stats = reserve >= 0 ? 4 : 3;  // the new running statistics
   if (!x.data || x.ndim < 2 || !host_float(x.dtype) || !host_contiguous(x)) return 1;
   const forge_tensor& y = call->outputs[0];
   if (!y.data || y.ndim != x.ndim || y.dtype != x.dtype || !host_contiguous(y)) return 1;
@@ -46,8 +51,8 @@ inline int parse_batch_norm_train(const forge_call* call, BnTrainArgs& a) {
   void* new_rm = nullptr;
   void* new_rv = nullptr;
   if (running) {
-    const forge_tensor& nm = call->outputs[3];
-    const forge_tensor& nv = call->outputs[4];
+    const forge_tensor& nm = call->outputs[stats];
+    const forge_tensor& nv = call->outputs[stats + 1];
     if (!bn_vector(nm, C) || !bn_vector(nv, C) || nm.dtype != rm.dtype || nv.dtype != rv.dtype) return 1;
     new_rm = nm.data;
     new_rv = nv.data;

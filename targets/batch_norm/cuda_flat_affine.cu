@@ -13,7 +13,8 @@
  * caller gives them C elements (CUDA eval returns [C] fp32), nothing when empty.
  * Op: aten::native_batch_norm(input, weight?, bias?, running_mean?,
  *     running_var?, training, momentum, eps) -> (out, save_mean, save_invstd),
- * training = False (bf16 BatchNorm reaches it on CUDA; fp32 goes to cuDNN).
+ * training = False (bf16 BatchNorm reaches it on CUDA); or
+ * aten::cudnn_batch_norm (fp32 BatchNorm), the same with an empty reserve.
  * Shapes: input [N, C, *] NCHW- or channels-last-contiguous, or [N, C]; out
  * with the input's strides.
  *

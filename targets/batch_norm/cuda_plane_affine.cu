@@ -8,7 +8,8 @@
  * elements, nothing when empty.
  * Op: aten::native_batch_norm(input, weight?, bias?, running_mean?,
  *     running_var?, training, momentum, eps) -> (out, save_mean, save_invstd),
- * training = False. Shapes: input [N, C, *] NCHW-contiguous (or [N, C]).
+ * training = False; or aten::cudnn_batch_norm, the same with an empty
+ * reserve as a fourth output. Shapes: input [N, C, *] NCHW-contiguous (or [N, C]).
  *
  * Assumptions, checked at run time (nonzero return = the package falls back):
  * training false; input/out NCHW-contiguous of one float dtype; running stats

@@ -14,13 +14,13 @@
  *   running_var'  = momentum * sq / (M - 1) + (1 - momentum) * running_var
  * A channel holding an infinity or NaN gets NaN statistics and outputs, as
  * the stock CUDA kernel's Welford merge gives (inf - inf).
- * Op: aten::native_batch_norm(input, weight?, bias?, running_mean?,
+ * Ops: aten::native_batch_norm(input, weight?, bias?, running_mean?,
  *     running_var?, training=True, momentum, eps) -> (out, save_mean,
  *     save_invstd), the new running statistics as outputs 3 and 4
- *     (_common/batch_norm_train_parse.h). On CUDA, PyTorch sends a float32
- *     BatchNorm to cudnn_batch_norm when cuDNN takes it; native_batch_norm
- *     gets the rest (16-bit inputs with 16-bit parameters, instance norm's
- *     reshaped call, cuDNN disabled).
+ *     (_common/batch_norm_train_parse.h): 16-bit BatchNorms and instance
+ *     norm's reshaped call on CUDA; and aten::cudnn_batch_norm, where a
+ *     float32 BatchNorm with weights goes, with the same arguments and an
+ *     empty reserve as output 3 (the statistics then 4 and 5).
  * Workspace: 2 * C * S doubles.
  *
  * Assumptions, checked at run time (nonzero return = the package falls back):

@@ -192,6 +192,30 @@ TEST_CASE("applies: batch_norm's strategies split by training mode (a YAML boole
   CHECK(train_cpu_f32 == std::vector<std::string>{"train_planes"});
 }
 
+// cudnn_batch_norm (a float32 BatchNorm with weights on CUDA) is the family's
+// op too, its training flag read the same way.
+TEST_CASE("applies: cudnn_batch_norm gets the batch_norm family's CUDA strategies by training mode") {
+  Target t;
+  t.op = "cudnn_batch_norm";
+  json x = {{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {8, 32, 32, 32}}, {"strides", {32768, 1024, 32, 1}}};
+  json c = {{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {32}}, {"strides", {1}}};
+  t.args = json::array({x, c, c, c, c, {{"type", "bool"}, {"value", true}}, {{"type", "float"}, {"value", 0.1}},
+                        {{"type", "float"}, {"value", 1e-5}}});
+  t.outputs = json::array({x});
+  const auto family = find_family(load_families(default_targets_dir()), t.op);
+  REQUIRE(family);
+  CHECK(family->name == "batch_norm");
+  auto names = [&](const Target& tt) {
+    std::vector<std::string> out;
+    for (const auto& s : load_strategies(*family))
+      if (strategy_applies(s, tt, "cuda")) out.push_back(family->name + "/" + s.name);
+    return out;
+  };
+  CHECK(names(t) == std::vector<std::string>{"batch_norm/train_split"});
+  t.args[5]["value"] = false;
+  CHECK(names(t) == std::vector<std::string>{"batch_norm/flat_affine", "batch_norm/plane_lanes"});
+}
+
 // The pointwise templates cover an op table: `applies: {op: [...]}` names the
 // ops (an in-place form matches its out-of-place op), "$op" writes the op's
 // name into the instance, so one template computes exactly the captured op.
