@@ -92,7 +92,8 @@ __device__ __forceinline__ double merged(const double* parts, int S) {
 
 // Block (s, c)'s values of channel c: [j0, j1) of its M = N * HW values in
 // sample order, a multiple of V each (the host picks V dividing HW), walked
-// plane by plane; f(x + i) for each V-vector at element i, in order per thread.
+// plane by plane, or (V = 1, planes shorter than the block: 7x7 maps,
+// BatchNorm1d's HW = 1) value by value; f(i) for each V-vector at element i.
 template <int V, class F>
 __device__ __forceinline__ void each_vector(const BnTrainArgs& a, int S, F&& f) {
   const int64_t c = blockIdx.y, M = a.N * a.HW;
@@ -100,6 +101,13 @@ __device__ __forceinline__ void each_vector(const BnTrainArgs& a, int S, F&& f) 
   per += (V - per % V) % V;
   int64_t j = per * blockIdx.x;
   const int64_t j1 = j + per < M ? j + per : M;
+  if (V == 1 && a.HW < BLOCK) {  // planes shorter than the block: one value per thread, its plane by division
+    for (j += threadIdx.x; j < j1; j += BLOCK) {
+      const int64_t n = j / a.HW;
+      f((n * a.C + c) * a.HW - n * a.HW + j);
+    }
+    return;
+  }
   while (j < j1) {
     const int64_t n = j / a.HW;
     const int64_t end = (n + 1) * a.HW < j1 ? (n + 1) * a.HW : j1;
@@ -200,10 +208,12 @@ int launch(const BnTrainArgs& a, void* workspace, int64_t workspace_bytes, cudaS
   double* sums = static_cast<double*>(workspace);
   if (!sums || workspace_bytes < 2 * a.C * S * static_cast<int64_t>(sizeof(double)) || a.C > 65535) return 1;
   double* squares = sums + a.C * S;
-  // 16-byte vectors when every plane starts on one: HW a multiple of the
-  // vector and both bases aligned.
+  // 16-byte vectors when every plane starts on one and fills a block's
+  // vectors: HW a multiple of the vector, at least BLOCK of them, both bases
+  // aligned.
   constexpr int V = 16 / sizeof(T);
-  if (a.HW % V == 0 && aligned16(a.x) && aligned16(a.y)) return launch_v<T, TP, TS, V>(a, S, sums, squares, stream);
+  if (a.HW % V == 0 && a.HW >= BLOCK * V && aligned16(a.x) && aligned16(a.y))
+    return launch_v<T, TP, TS, V>(a, S, sums, squares, stream);
   return launch_v<T, TP, TS, 1>(a, S, sums, squares, stream);
 }
 

@@ -34,7 +34,7 @@
 #define FORGE_P_BLOCK 512 /* threads per row: 256, 512, 1024 */
 #endif
 #ifndef FORGE_P_CHUNKS
-#define FORGE_P_CHUNKS 8 /* vectors per thread held in registers: 4, 8, 16 */
+#define FORGE_P_CHUNKS 8 /* vectors per thread held in registers: 4, 8 (16 spills at BLOCK 512) */
 #endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)
