@@ -535,40 +535,72 @@ std::string group_norm_defines(const json& args, const std::string& where, std::
          number(*c[4]) + ")\n";
 }
 
+// A native_layer_norm's rows as a one-group norm's CHAIN_GN_* defines:
+// N the rows, C the normalized_shape's product (the output's trailing dims),
+// HxW 1; or "" with *why when the shape or eps is not as that needs.
+std::string layer_norm_defines(const json& args, const std::vector<int64_t>& out, const std::string& where,
+                               std::string* why) {
+  const json shape = args[1].value("value", json());
+  if (!shape.is_array() || shape.empty() || shape.size() > out.size())
+    return *why = where + "'s normalized_shape is not a list of the output's trailing sizes", "";
+  int64_t row = 1;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    const json& v = shape[k].is_object() ? shape[k].value("value", json()) : shape[k];
+    if (!v.is_number_integer() || v.get<int64_t>() != out[out.size() - shape.size() + k])
+      return *why = where + "'s normalized_shape is not the output's trailing sizes", "";
+    row *= v.get<int64_t>();
+  }
+  const auto eps = scalar_arg(args, 4, std::nullopt);
+  if (!eps) return *why = where + "'s eps is not a number", "";
+  if (row <= 0) return *why = where + " normalizes empty rows", "";
+  return "#define CHAIN_GN_N " + std::to_string(product(out) / row) + "LL\n#define CHAIN_GN_C " + std::to_string(row) +
+         "LL\n#define CHAIN_GN_HW 1LL\n#define CHAIN_GN_G 1LL\n#define CHAIN_GN_EPS static_cast<float>(" +
+         number(*eps) + ")\n";
+}
+
 }  // namespace
 
 std::string norm_definition(const Target& t, std::string* why) {
   const json ops = t.chain.is_object() ? t.chain.value("ops", json::array()) : json::array();
   size_t g = ops.size();
-  for (size_t j = 0; j < ops.size(); ++j)
-    if (ops[j].value("op", "") == "aten::native_group_norm") {
-      if (g != ops.size()) return *why = "more than one group norm", "";
+  for (size_t j = 0; j < ops.size(); ++j) {
+    const std::string op = ops[j].value("op", "");
+    if (op == "aten::native_group_norm" || op == "aten::native_layer_norm") {
+      if (g != ops.size()) return *why = "more than one group or layer norm", "";
       g = j;
     }
-  if (g == ops.size()) return *why = "no group norm", "";
-  // native_group_norm(input, weight, bias, N, C, HxW, group, eps): its input
-  // the op before's result (a chain input when the norm comes first: the
-  // head templates' epilogue reads no other tensor, this finish does),
-  // weight and bias chain inputs (or none).
+  }
+  if (g == ops.size()) return *why = "no group or layer norm", "";
+  // native_group_norm(input, weight, bias, N, C, HxW, group, eps), or
+  // native_layer_norm(input, normalized_shape, weight, bias, eps): a group
+  // norm of one group whose channels are the row (N = rows, C = the
+  // normalized_shape's product, HxW = 1), its weight and bias [*normalized_shape]
+  // read as they broadcast against the output. The input is the op before's
+  // result (a chain input when the norm comes first: the head templates'
+  // epilogue reads no other tensor, this finish does), weight and bias chain
+  // inputs (or none).
+  const bool layer = ops[g].value("op", "") == "aten::native_layer_norm";
   const json& args = ops[g].value("args", json::array());
-  const std::string where = "op " + std::to_string(g) + " (native_group_norm)";
-  if (args.size() != 8) return *why = where + " has " + std::to_string(args.size()) + " arguments", "";
+  const std::string where = "op " + std::to_string(g) + (layer ? " (native_layer_norm)" : " (native_group_norm)");
+  if (args.size() != (layer ? 5u : 8u)) return *why = where + " has " + std::to_string(args.size()) + " arguments", "";
   const json in_ref = is_tensor(args[0]) ? args[0].value("ref", json()) : json();
   if (g == 0 ? !in_ref.contains("input") : in_ref != json{{"op", g - 1}, {"output", 0}})
     return *why = where + (g == 0 ? " reads no input of the chain" : " does not read the op before it"), "";
+  const size_t first_param = layer ? 2 : 1;
   int param[2] = {-1, -1};
-  for (int k = 1; k <= 2; ++k) {
-    if (!is_tensor(args[static_cast<size_t>(k)])) continue;
-    const json ref = args[static_cast<size_t>(k)].value("ref", json());
+  for (size_t k = 0; k < 2; ++k) {
+    if (!is_tensor(args[first_param + k])) continue;
+    const json ref = args[first_param + k].value("ref", json());
     if (!ref.contains("input")) return *why = where + "'s weight or bias is computed by the chain", "";
-    param[k - 1] = ref.value("input", 0);
+    param[k] = ref.value("input", 0);
   }
-  const std::string defines = group_norm_defines(args, where, why);
-  if (defines.empty() || !output_ok(t, why)) return "";
+  if (!output_ok(t, why)) return "";
   // Every op's result is of the output's size: the kernel indexes all of them by output element.
   const std::vector<int64_t> out = sizes_of(t.outputs[0]);
-  if (sizes_of(args[0]) != out) return *why = "the group norm's input is not of the chain output's size", "";
-  if (product(out) != *scalar_arg(args, 3, 0) * *scalar_arg(args, 4, 0) * *scalar_arg(args, 5, 0))
+  if (sizes_of(args[0]) != out) return *why = "the norm's input is not of the chain output's size", "";
+  const std::string defines = layer ? layer_norm_defines(args, out, where, why) : group_norm_defines(args, where, why);
+  if (defines.empty()) return "";
+  if (!layer && product(out) != *scalar_arg(args, 3, 0) * *scalar_arg(args, 4, 0) * *scalar_arg(args, 5, 0))
     return *why = where + "'s N*C*HxW is not the output's size", "";
   for (const auto& op : ops)
     for (const auto& a : op.value("args", json::array())) {
@@ -754,7 +786,7 @@ ChainStrategies chain_strategies(const Target& t) {
   }
   std::string norm_why;
   const std::string norm = norm_definition(t, &norm_why);
-  if (!norm.empty() || norm_why != "no group norm") {
+  if (!norm.empty() || norm_why != "no group or layer norm") {
     if (norm.empty()) return out.why = norm_why, out;
     out.strategies = chain_templates(
         "group_norm_prologue",

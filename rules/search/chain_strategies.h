@@ -40,14 +40,16 @@ std::string chain_definition(const Target& t, std::string* why);
 std::string head_definition(const Target& t, std::string* why);
 
 // Pointwise ops of the table (batch norms in eval mode among them) before a
-// native_group_norm that reads the last of them, and pointwise ops after it
-// (conv -> add bias -> sigmoid -> GroupNorm); or a group norm first whose ops
-// after it read other tensors (GroupNorm -> minimum(x, a tensor) -> add bias),
-// which head_definition's epilogue cannot: the text that makes
+// native_group_norm or native_layer_norm that reads the last of them, and
+// pointwise ops after it (conv -> add bias -> sigmoid -> GroupNorm; a
+// post-norm transformer's residual add -> LayerNorm); or such a norm first
+// whose ops after it read other tensors (GroupNorm -> minimum(x, a tensor) ->
+// add bias), which head_definition's epilogue cannot: the text that makes
 // targets/chain/'s group_norm_prologue templates compute it (chain_prologue
-// on each element as it is read, the norm's sizes and eps as CHAIN_GN_*, its
-// weight and bias read per channel, chain_finish before each store), or "" with
-// *why ("no group norm" when the chain has none).
+// on each element as it is read, the norm's sizes and eps as CHAIN_GN_*, a
+// layer norm as one group of the row's elements, its weight and bias read as
+// they broadcast, a group norm's per channel; chain_finish before each store),
+// or "" with *why ("no group or layer norm" when the chain has none).
 std::string norm_definition(const Target& t, std::string* why);
 
 // An RMSNorm spelled as ops, as Hugging Face's float32 RMSNorm modules run it:

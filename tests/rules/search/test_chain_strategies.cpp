@@ -489,6 +489,86 @@ TEST_CASE("pointwise ops before a group norm run as its prologue, those after it
   CHECK(chain_strategies(outside).why == why);
 }
 
+// A post-norm transformer's residual add -> LayerNorm -> GELU (BERT's
+// LayerNorm(x + sublayer(x))): x, h [2, 5, 6, 8], normalized over the last
+// `dims` dims, weight and bias [*normalized_shape], eps 1e-12.
+Target add_layer_norm(int dims) {
+  const std::vector<int64_t> sizes = {2, 5, 6, 8};
+  const std::vector<int64_t> norm(sizes.end() - dims, sizes.end());
+  const json x = tensor(sizes), w = tensor(norm);
+  json shape = json::array();
+  for (auto v : norm) shape.push_back(v);
+  Target t;
+  t.op = "forge_chain::c_aln";
+  t.args = json::array({x, x, w, w});
+  t.outputs = json::array({x});
+  json ops = json::array();
+  ops.push_back({{"op", "aten::add"}, {"overload", "Tensor"}, {"args", {input(x, 0), input(x, 1), number(1)}}});
+  ops.push_back({{"op", "aten::native_layer_norm"},
+                 {"overload", ""},
+                 {"args", {link(x, 0), {{"type", "int[]"}, {"value", shape}}, input(w, 2), input(w, 3), number(1e-12)}}});
+  ops.push_back({{"op", "aten::gelu"}, {"overload", ""}, {"args", {link(x, 1), {{"type", "str"}, {"value", "none"}}}}});
+  t.chain = {{"inputs", 4}, {"ops", ops}, {"outputs", 1}};
+  return t;
+}
+
+TEST_CASE("a residual add before a layer norm runs in group_norm_prologue, the norm's rows as one group") {
+  for (int dims : {1, 2}) {
+    CAPTURE(dims);
+    const Target t = add_layer_norm(dims);
+    std::string why;
+    const std::string def = norm_definition(t, &why);
+    CAPTURE(why);
+    REQUIRE_FALSE(def.empty());
+    const int64_t row = dims == 1 ? 8 : 48, numel = 2 * 5 * 6 * 8;
+    CHECK(def.find("#define CHAIN_GN_C " + std::to_string(row) + "LL") != std::string::npos);
+    CHECK(def.find("#define CHAIN_GN_G 1LL") != std::string::npos);
+    const auto strategies = chain_strategies(t).strategies;
+    std::vector<std::string> names;
+    for (const auto& s : strategies) names.push_back(s.backend + ":" + s.name);
+    CHECK(names == std::vector<std::string>{"cpu:group_norm_prologue", "cuda:group_norm_prologue"});
+    std::vector<float> x(static_cast<size_t>(numel)), h(x.size()), w(static_cast<size_t>(row)), b(w.size()),
+        y(x.size(), NAN);
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 3.0 + 1.0),
+      h[i] = static_cast<float>(std::cos(0.11 * static_cast<double>(i)));
+    for (size_t c = 0; c < w.size(); ++c)
+      w[c] = 0.5f + 0.125f * static_cast<float>(c % 7), b[c] = 0.25f * static_cast<float>(c % 5) - 0.5f;
+    // In double: v = x + h; each row of `row` elements normalized; * w + b; exact GELU.
+    std::vector<double> want(x.size());
+    for (int64_t r0 = 0; r0 < numel; r0 += row) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < row; ++i) mean += (double{x[static_cast<size_t>(r0 + i)]} + h[static_cast<size_t>(r0 + i)]) / static_cast<double>(row);
+      for (int64_t i = 0; i < row; ++i)
+        var += std::pow(double{x[static_cast<size_t>(r0 + i)]} + h[static_cast<size_t>(r0 + i)] - mean, 2) / static_cast<double>(row);
+      for (int64_t i = 0; i < row; ++i) {
+        const size_t j = static_cast<size_t>(r0 + i);
+        const double n = (double{x[j]} + h[j] - mean) / std::sqrt(var + 1e-12) * w[static_cast<size_t>(i)] + b[static_cast<size_t>(i)];
+        want[j] = 0.5 * n * (1.0 + std::erf(n / std::sqrt(2.0)));
+      }
+    }
+    test::TempDir tmp;
+    auto [lib, kernel] = load_cpu(strategies.at(0), tmp);
+    const std::vector<int64_t> sizes = {2, 5, 6, 8}, norm(sizes.end() - dims, sizes.end());
+    forge_tensor in[4] = {view(x.data(), sizes, FORGE_FLOAT32), view(h.data(), sizes, FORGE_FLOAT32),
+                          view(w.data(), norm, FORGE_FLOAT32), view(b.data(), norm, FORGE_FLOAT32)};
+    forge_tensor out[1] = {view(y.data(), sizes, FORGE_FLOAT32)};
+    forge_call call{};
+    call.inputs = in, call.n_inputs = 4, call.outputs = out, call.n_outputs = 1;
+    REQUIRE(kernel(&call) == 0);
+    for (size_t j = 0; j < y.size(); ++j) {
+      CAPTURE(j);
+      CHECK(std::fabs(y[j] - want[j]) <= 2e-5 * (1.0 + std::fabs(want[j])));
+    }
+  }
+  // Refused: a normalized_shape that is not the output's trailing sizes.
+  Target wrong = add_layer_norm(1);
+  wrong.chain["ops"][1]["args"][1]["value"] = json::array({6});
+  std::string why;
+  CHECK(norm_definition(wrong, &why).empty());
+  CHECK(why == "op 1 (native_layer_norm)'s normalized_shape is not the output's trailing sizes");
+}
+
 // GroupNorm first, then ops reading other tensors (KernelBench level 2's
 // 83: GroupNorm -> minimum(x, a 0-dim tensor) -> ...; 88: ... -> x * a
 // per-channel weight): x [2, 8, 3, 5], 4 groups, then minimum(., m) and
