@@ -47,4 +47,7 @@ struct ReduceArgs {
   int64_t outer, R, inner;  // numel = outer * R * inner
   int64_t sR, sO;            // element strides of the R and outer positions (inner steps by 1)
   int ord;                   // linalg_vector_norm's ord (1 or 2), else 0
+  // A value reduction over two runs of dims, the kept ones between ([R1, outer,
+  // R], inner 1): each output also reduces over R1 rows sR1 apart. Else R1 = 1.
+  int64_t R1, sR1;
 };

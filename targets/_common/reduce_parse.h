@@ -79,19 +79,42 @@ inline int parse_reduce(const forge_call* call, ReduceArgs& a) {
   // [outer, R, inner]: the reduced dims (extent-1 dims ignored) one run, each
   // group's dims merging into one stride: inner steps by one element, R by
   // sR, outer by sO (a sliced or permuted input whose groups merge is fine).
+  // A value reduction may also be [R1, outer, R] (mean over dims 0, 2, 3 of
+  // NCHW: reduced runs first and last, the kept dims between, inner 1): each
+  // output reduces R1 rows of R, sR1 apart.
   int first = -1, last = -1;
   for (int d = 0; d < nd; ++d)
     if (reduced[d] && x.sizes[d] != 1) {
       if (first < 0) first = d;
       last = d;
     }
-  // The dims of extent > 1 of each group (outer, R, inner) in logical order.
-  int group_dims[3][FORGE_MAX_DIMS], count[3] = {0, 0, 0};
+  a.R1 = 1;
+  a.sR1 = 0;
+  int split = -1;  // [R1, outer, R]: the first dim of the last reduced run
+#if !RD_WITH_INDEX && !RD_PROD
+  {
+    int kept_first = -1, kept_last = -1;
+    for (int d = first < 0 ? nd : first; d <= last; ++d)
+      if (!reduced[d] && x.sizes[d] != 1) {
+        if (kept_first < 0) kept_first = d;
+        kept_last = d;
+      }
+    bool two_runs = kept_first >= 0;  // kept dims inside [first, last], in one run, none outside
+    for (int d = kept_first; two_runs && d <= kept_last; ++d) two_runs = !reduced[d] || x.sizes[d] == 1;
+    for (int d = 0; two_runs && d < nd; ++d) two_runs = (d >= first && d <= last) || reduced[d] || x.sizes[d] == 1;
+    if (two_runs) split = kept_last + 1;
+  }
+#endif
+  // The dims of extent > 1 of each group (outer, R, inner) in logical order;
+  // group 3: R1's.
+  int group_dims[4][FORGE_MAX_DIMS], count[4] = {0, 0, 0, 0};
   for (int d = 0; d < nd; ++d) {
     if (x.sizes[d] == 1) continue;
     const bool in_run = first >= 0 && d >= first && d <= last;
-    if (in_run && !reduced[d]) return 1;  // a kept dim between reduced ones
-    const int g = first < 0 ? 0 : in_run ? 1 : d > last ? 2 : 0;
+    int g;
+    if (split >= 0) g = !reduced[d] ? 0 : d < split ? 3 : 1;
+    else if (in_run && !reduced[d]) return 1;  // a kept dim between reduced ones
+    else g = first < 0 ? 0 : in_run ? 1 : d > last ? 2 : 0;
     group_dims[g][count[g]++] = d;
   }
 #if !RD_WITH_INDEX
@@ -107,8 +130,8 @@ inline int parse_reduce(const forge_call* call, ReduceArgs& a) {
     }
 #endif
   // Each group's dims must merge into one stride.
-  int64_t ext[3] = {1, 1, 1}, step[3] = {0, 0, 0};
-  for (int g = 0; g < 3; ++g)
+  int64_t ext[4] = {1, 1, 1, 1}, step[4] = {0, 0, 0, 0};
+  for (int g = 0; g < 4; ++g)
     for (int k = count[g] - 1; k >= 0; --k) {
       const int d = group_dims[g][k];
       if (ext[g] == 1) step[g] = x.strides[d];
@@ -122,6 +145,10 @@ inline int parse_reduce(const forge_call* call, ReduceArgs& a) {
   a.inner = ext[2];
   a.sR = ext[1] > 1 ? step[1] : a.inner;
   a.sO = ext[0] > 1 ? step[0] : a.R * a.inner;
+  if (split >= 0) {  // inner is 1: R's row steps by one (checked above)
+    a.R1 = ext[3];
+    a.sR1 = step[3];
+  }
   if (host_numel(x) == 0) return 1;  // stock raises or fills identities: not this template's
   a.x = x.data;
   a.x_dtype = x.dtype;

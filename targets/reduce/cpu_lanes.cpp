@@ -179,6 +179,15 @@ Result reduce_row(const T* x, int64_t R) {
 #endif
 }
 
+// Two rows' results of one output ([R1, outer, R]: a value reduction, no index).
+inline Result merge_rows(Result a, Result b) {
+#if RD_EXTREME
+  return better_of(a, b);
+#else
+  return Result{a.value + b.value, 0};
+#endif
+}
+
 template <int P, class TY>
 inline void put(const ReduceArgs& a, int64_t at, Result r, int64_t R) {
 #if RD_OP == RD_mean
@@ -261,7 +270,11 @@ template <int P, class T, class TY>
 __attribute__((noinline)) int reduce_run(const ReduceArgs& a) {
   const T* x = static_cast<const T*>(a.x);
   if (a.inner == 1) {
-    for (int64_t o = 0; o < a.outer; ++o) put<P, TY>(a, o, reduce_row<P>(x + o * a.sO, a.R), a.R);
+    for (int64_t o = 0; o < a.outer; ++o) {
+      Result r = reduce_row<P>(x + o * a.sO, a.R);
+      for (int64_t r1 = 1; r1 < a.R1; ++r1) r = merge_rows(r, reduce_row<P>(x + o * a.sO + r1 * a.sR1, a.R));
+      put<P, TY>(a, o, r, a.R * a.R1);
+    }
     return 0;
   }
   for (int64_t o = 0; o < a.outer; ++o)

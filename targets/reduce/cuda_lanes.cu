@@ -131,7 +131,7 @@ __device__ __forceinline__ Part block_combine(Part p) {
 template <class TY>
 __device__ __forceinline__ void put(const ReduceArgs& a, int64_t at, Part p) {
 #if RD_OP == RD_mean
-  p.v /= static_cast<double>(a.R);
+  p.v /= static_cast<double>(a.R) * static_cast<double>(a.R1);
 #elif RD_NORM
   if (a.ord == 2) p.v = sqrt(p.v);
 #endif
@@ -144,8 +144,10 @@ template <class T, class TY, int N>
 __device__ __forceinline__ void reduce_row_chunk(const ReduceArgs& a, int64_t o, int64_t chunk, int64_t chunks,
                                                  Part* parts) {
   const int64_t c = blockIdx.x;
-  const T* x = static_cast<const T*>(a.x) + o * a.sO;
-  const int64_t begin = c * chunk, end = begin + chunk < a.R ? begin + chunk : a.R;
+  // [R1, outer, R]: chunk c is row c of the R1 rows, sR1 apart.
+  const bool rows1 = a.R1 > 1;
+  const T* x = static_cast<const T*>(a.x) + o * a.sO + (rows1 ? c * a.sR1 : 0);
+  const int64_t begin = rows1 ? 0 : c * chunk, end = rows1 ? a.R : begin + chunk < a.R ? begin + chunk : a.R;
   Part p{identity(), INT64_MAX};
   // N elements per access from begin (aligned: the host checks), then the tail.
   int64_t j = begin + static_cast<int64_t>(threadIdx.x) * N;
@@ -202,8 +204,10 @@ __global__ void __launch_bounds__(BLOCK) reduce_columns(ReduceArgs a) {
   }
 }
 
-// Chunks per row: one unless the rows are split (CHUNK > 0 and R longer).
+// Chunks per row: one unless the rows are split (CHUNK > 0 and R longer);
+// [R1, outer, R]: the R1 rows, a chunk each.
 inline int64_t chunks_of(const ReduceArgs& a) {
+  if (a.R1 > 1) return a.R1;
   return a.inner == 1 && CHUNK > 0 && a.R > CHUNK ? (a.R + CHUNK - 1) / CHUNK : 1;
 }
 
@@ -216,13 +220,15 @@ int launch(const ReduceArgs& a, void* workspace, int64_t workspace_bytes, cudaSt
     return launch_status();
   }
   const int64_t chunks = chunks_of(a);
-  const int64_t chunk = chunks == 1 ? a.R : CHUNK;
+  const int64_t chunk = chunks == 1 || a.R1 > 1 ? a.R : CHUNK;
   if (chunks > 0x7fffffff) return 1;
   Part* parts = static_cast<Part*>(workspace);
   if (chunks > 1 && (!parts || workspace_bytes < a.outer * chunks * static_cast<int64_t>(sizeof(Part)))) return 1;
   // 16-byte accesses when the base, the row pitch and the chunk start allow.
   constexpr int V = 16 / sizeof(T);
-  const bool vec = aligned16(a.x) && (a.sO * static_cast<int64_t>(sizeof(T))) % 16 == 0 && chunk % V == 0;
+  // [R1, outer, R]: every row starts at 0, sR1 apart, so its length may be any.
+  const bool vec = aligned16(a.x) && (a.sO * static_cast<int64_t>(sizeof(T))) % 16 == 0 &&
+                   (a.R1 > 1 || chunk % V == 0) && (a.sR1 * static_cast<int64_t>(sizeof(T))) % 16 == 0;
   const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(a.outer < 65535 ? a.outer : 65535));
   if (vec) reduce_rows<T, TY, V><<<grid, BLOCK, 0, stream>>>(a, chunk, chunks, parts);
   else reduce_rows<T, TY, 1><<<grid, BLOCK, 0, stream>>>(a, chunk, chunks, parts);
