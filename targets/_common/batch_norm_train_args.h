@@ -14,4 +14,5 @@ struct BnTrainArgs {
   int32_t x_dtype, p_dtype, s_dtype;  // p_dtype: weight/bias/running stats; s_dtype: save_*
   int64_t N, C, HW;
   double momentum, eps;
+  bool cudnn;  // cudnn_batch_norm's call (a reserve output): its statistics of a non-finite channel differ
 };

@@ -60,7 +60,7 @@ inline int parse_batch_norm_train(const forge_call* call, BnTrainArgs& a) {
   a = BnTrainArgs{x.data,  call->inputs[1].data, call->inputs[2].data, rm.data,  rv.data,
                   y.data,  sm.data,              si.data,              new_rm,   new_rv,
                   x.dtype, p_dtype >= 0 ? p_dtype : x.dtype,           sm.dtype, N, C, HW,
-                  call->scalars[1].f, call->scalars[2].f};
+                  call->scalars[1].f, call->scalars[2].f, reserve >= 0};
   return 0;
 }
 }  // namespace

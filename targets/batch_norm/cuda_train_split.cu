@@ -13,7 +13,8 @@
  *   running_mean' = momentum * mean + (1 - momentum) * running_mean
  *   running_var'  = momentum * sq / (M - 1) + (1 - momentum) * running_var
  * A channel holding an infinity or NaN gets NaN statistics and outputs, as
- * the stock CUDA kernel's Welford merge gives (inf - inf).
+ * the stock CUDA kernel's Welford merge gives (inf - inf); under cuDNN's op
+ * the mean is the plain sum's (-inf for a -inf row), as cuDNN gives it.
  * Ops: aten::native_batch_norm(input, weight?, bias?, running_mean?,
  *     running_var?, training=True, momentum, eps) -> (out, save_mean,
  *     save_invstd), the new running statistics as outputs 3 and 4
@@ -21,7 +22,7 @@
  *     norm's reshaped call on CUDA; and aten::cudnn_batch_norm, where a
  *     float32 BatchNorm with weights goes, with the same arguments and an
  *     empty reserve as output 3 (the statistics then 4 and 5).
- * Workspace: 2 * C * S doubles.
+ * Workspace: 3 * C * S doubles.
  *
  * Assumptions, checked at run time (nonzero return = the package falls back):
  * batch_norm_train_parse.h's (training true, NCHW-contiguous input and output
@@ -125,10 +126,10 @@ __device__ __forceinline__ double shift_of(const BnTrainArgs& a) {
 }
 
 template <class T, int V>
-__global__ void __launch_bounds__(BLOCK) bn_stats(BnTrainArgs a, int S, double* sums, double* squares) {
+__global__ void __launch_bounds__(BLOCK) bn_stats(BnTrainArgs a, int S, double* sums, double* squares, double* plain) {
   const T* x = static_cast<const T*>(a.x);
   const double s = shift_of<T>(a);
-  double s1 = 0.0, s2 = 0.0;
+  double s1 = 0.0, s2 = 0.0, s0 = 0.0;
   each_vector<V>(a, S, [&](int64_t i) {
     float v[V];
     load_n<T, V>(x + i, v);
@@ -137,23 +138,30 @@ __global__ void __launch_bounds__(BLOCK) bn_stats(BnTrainArgs a, int S, double* 
       const double d = v[k] - s;
       s1 += d;
       s2 = fma(d, d, s2);
+      s0 += v[k];
     }
   });
   s1 = block_sum_d(s1);
   s2 = block_sum_d(s2);
+  s0 = block_sum_d(s0);
   if (threadIdx.x == 0) {
     sums[blockIdx.y * S + blockIdx.x] = s1;
     squares[blockIdx.y * S + blockIdx.x] = s2;
+    plain[blockIdx.y * S + blockIdx.x] = s0;
   }
 }
 
 template <class T, class TP, class TS, int V>
-__global__ void __launch_bounds__(BLOCK) bn_apply(BnTrainArgs a, int S, const double* sums, const double* squares) {
+__global__ void __launch_bounds__(BLOCK) bn_apply(BnTrainArgs a, int S, const double* sums, const double* squares,
+                                                  const double* plain) {
   const int64_t c = blockIdx.y;
   const double M = static_cast<double>(a.N) * a.HW;
   const double s1 = merged(sums + c * S, S), s2 = merged(squares + c * S, S);
   double mean = shift_of<T>(a) + s1 / M, sq = s2 - s1 * s1 / M;
-  if (!isfinite(s1) || !isfinite(s2)) mean = sq = NAN;  // stock's Welford: inf - inf
+  // A channel holding inf or NaN: native_batch_norm's Welford merge gives a
+  // NaN mean (inf - inf), cuDNN the plain sum's (-inf for a -inf row, H100);
+  // the variance NaN either way.
+  if (!isfinite(s1) || !isfinite(s2)) mean = a.cudnn ? merged(plain + c * S, S) / M : NAN, sq = NAN;
   if (sq < 0) sq = 0;
   const double var = sq / M;
   const double invstd = var != 0 || a.eps != 0 ? 1.0 / sqrt(var + a.eps) : 0.0;  // stock's InvStd: 0 for 0/0
@@ -196,9 +204,9 @@ inline int splits_of(const BnTrainArgs& a) {
 template <class T, class TP, class TS, int V>
 int launch_v(const BnTrainArgs& a, int S, double* sums, double* squares, cudaStream_t stream) {
   const dim3 grid(S, static_cast<unsigned>(a.C));
-  bn_stats<T, V><<<grid, BLOCK, 0, stream>>>(a, S, sums, squares);
+  bn_stats<T, V><<<grid, BLOCK, 0, stream>>>(a, S, sums, squares, squares + a.C * S);
   if (launch_status()) return 1;
-  bn_apply<T, TP, TS, V><<<grid, BLOCK, 0, stream>>>(a, S, sums, squares);
+  bn_apply<T, TP, TS, V><<<grid, BLOCK, 0, stream>>>(a, S, sums, squares, squares + a.C * S);
   return launch_status();
 }
 
@@ -206,7 +214,7 @@ template <class T, class TP, class TS>
 int launch(const BnTrainArgs& a, void* workspace, int64_t workspace_bytes, cudaStream_t stream) {
   const int S = splits_of(a);
   double* sums = static_cast<double*>(workspace);
-  if (!sums || workspace_bytes < 2 * a.C * S * static_cast<int64_t>(sizeof(double)) || a.C > 65535) return 1;
+  if (!sums || workspace_bytes < 3 * a.C * S * static_cast<int64_t>(sizeof(double)) || a.C > 65535) return 1;
   double* squares = sums + a.C * S;
   // 16-byte vectors when every plane starts on one and fills a block's
   // vectors: HW a multiple of the vector, at least BLOCK of them, both bases
@@ -224,7 +232,7 @@ int launch(const BnTrainArgs& a, void* workspace, int64_t workspace_bytes, cudaS
 extern "C" int64_t forge_workspace_bytes(const forge_call* call) {
   BnTrainArgs a;
   if (parse_batch_norm_train(call, a)) return 0;
-  return 2 * a.C * splits_of(a) * static_cast<int64_t>(sizeof(double));
+  return 3 * a.C * splits_of(a) * static_cast<int64_t>(sizeof(double));
 }
 
 extern "C" int forge_kernel(const forge_call* call) {
