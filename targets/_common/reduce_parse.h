@@ -93,15 +93,16 @@ inline int parse_reduce(const forge_call* call, ReduceArgs& a) {
   int split = -1;  // [R1, outer, R]: the first dim of the last reduced run
 #if !RD_WITH_INDEX && !RD_PROD
   {
+    // The kept dims (extent > 1): two runs when they lie strictly between
+    // the first and the last reduced dim, with no reduced dim among them.
     int kept_first = -1, kept_last = -1;
-    for (int d = first < 0 ? nd : first; d <= last; ++d)
+    for (int d = 0; d < nd; ++d)
       if (!reduced[d] && x.sizes[d] != 1) {
         if (kept_first < 0) kept_first = d;
         kept_last = d;
       }
-    bool two_runs = kept_first >= 0;  // kept dims inside [first, last], in one run, none outside
+    bool two_runs = kept_first > first && kept_last < last;
     for (int d = kept_first; two_runs && d <= kept_last; ++d) two_runs = !reduced[d] || x.sizes[d] == 1;
-    for (int d = 0; two_runs && d < nd; ++d) two_runs = (d >= first && d <= last) || reduced[d] || x.sizes[d] == 1;
     if (two_runs) split = kept_last + 1;
   }
 #endif

@@ -129,7 +129,7 @@ template <class T, int V>
 __global__ void __launch_bounds__(BLOCK) bn_stats(BnTrainArgs a, int S, double* sums, double* squares, double* plain) {
   const T* x = static_cast<const T*>(a.x);
   const double s = shift_of<T>(a);
-  double s1 = 0.0, s2 = 0.0, s0 = 0.0;
+  double s1 = 0.0, s2 = 0.0, s0 = 0.0;  // s0: the plain sum, for cuDNN's op alone
   each_vector<V>(a, S, [&](int64_t i) {
     float v[V];
     load_n<T, V>(x + i, v);
@@ -138,16 +138,16 @@ __global__ void __launch_bounds__(BLOCK) bn_stats(BnTrainArgs a, int S, double* 
       const double d = v[k] - s;
       s1 += d;
       s2 = fma(d, d, s2);
-      s0 += v[k];
+      if (a.cudnn) s0 += v[k];
     }
   });
   s1 = block_sum_d(s1);
   s2 = block_sum_d(s2);
-  s0 = block_sum_d(s0);
+  if (a.cudnn) s0 = block_sum_d(s0);  // a.cudnn is the same for the whole block
   if (threadIdx.x == 0) {
     sums[blockIdx.y * S + blockIdx.x] = s1;
     squares[blockIdx.y * S + blockIdx.x] = s2;
-    plain[blockIdx.y * S + blockIdx.x] = s0;
+    if (a.cudnn) plain[blockIdx.y * S + blockIdx.x] = s0;
   }
 }
 
@@ -159,8 +159,8 @@ __global__ void __launch_bounds__(BLOCK) bn_apply(BnTrainArgs a, int S, const do
   const double s1 = merged(sums + c * S, S), s2 = merged(squares + c * S, S);
   double mean = shift_of<T>(a) + s1 / M, sq = s2 - s1 * s1 / M;
   // A channel holding inf or NaN: native_batch_norm's Welford merge gives a
-  // NaN mean (inf - inf), cuDNN the plain sum's (-inf for a -inf row, H100);
-  // the variance NaN either way.
+  // NaN mean (inf - inf), cudnn_batch_norm the plain sum's (-inf for a -inf
+  // row); the variance is NaN either way.
   if (!isfinite(s1) || !isfinite(s2)) mean = a.cudnn ? merged(plain + c * S, S) / M : NAN, sq = NAN;
   if (sq < 0) sq = 0;
   const double var = sq / M;

@@ -13,14 +13,15 @@
  * Assumptions, checked at run time (nonzero return = the package falls back):
  * rms_norm_parse.h's (input/out contiguous float32/float16/bfloat16 of one
  * dtype; weight absent or N contiguous elements of the input's dtype or
- * float32; rstd contiguous, one per row); rows fit a grid (< 2^31). A launch
- * failure returns 1.
+ * float32; rstd contiguous, one per row); rows of whole 16-byte vectors, the
+ * bases aligned to 16 bytes; rows fit a grid (< 2^31). A launch failure
+ * returns 1.
  *
  * Why it is fast: one read and one write for rows up to the register cache
- * (BLOCK 512, CHUNKS 8: 16K float32 or 32K 16-bit elements), 16-byte vectors
- * when the row pitch and the bases allow; longer rows read their tail twice,
- * the second time mostly from L2 (a block's row tail). Few long rows leave
- * SMs idle: a grid of one block per row. Compiled here (nvcc 13, sm_90a).
+ * (BLOCK 512, CHUNKS 8: 16K float32 or 32K 16-bit elements), 16-byte
+ * vectors; longer rows read their tail twice, the second time mostly from L2
+ * (a block's row tail). Few long rows leave
+ * SMs idle: a grid of one block per row. Its GPU runs: docs/STRATEGIES.md.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -47,33 +48,28 @@ constexpr int CHUNKS = FORGE_P_CHUNKS;
 static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "FORGE_P_BLOCK: a multiple of 32, 64..1024");
 static_assert(CHUNKS >= 1 && CHUNKS <= 32, "FORGE_P_CHUNKS: 1..32");
 
-// VW elements at j of row r (zeros past N): one vector access when VEC.
-template <class T, int VW, bool VEC>
+// VW elements at j of row r, zeros from N on (N and j are multiples of VW:
+// whole 16-byte vectors, the launch checks).
+template <class T, int VW>
 __device__ __forceinline__ void load_at(const T* r, int64_t j, int64_t N, float* v) {
-  if (VEC && j + VW <= N) {
+  if (j < N) {
     load_n<T, VW>(r + j, v);
   } else {
 #pragma unroll
-    for (int e = 0; e < VW; ++e) v[e] = j + e < N ? Io<T>::to(r[j + e]) : 0.0f;
+    for (int e = 0; e < VW; ++e) v[e] = 0.0f;
   }
 }
 
-template <class T, class TW, int VW, bool VEC>
-__device__ __forceinline__ void store_at(T* yr, const TW* w, int64_t j, int64_t N, const float* v, float rstd) {
-  float o[VW], wv[VW] = {};
-  if (w) load_at<TW, VW, VEC>(w, j, N, wv);
+template <class T, class TW, int VW>
+__device__ __forceinline__ void store_at(T* yr, const TW* w, int64_t j, const float* v, float rstd) {
+  float o[VW], wv[VW];
+  if (w) load_n<TW, VW>(w + j, wv);
 #pragma unroll
   for (int e = 0; e < VW; ++e) o[e] = w ? (v[e] * rstd) * wv[e] : v[e] * rstd;
-  if (VEC && j + VW <= N) {
-    store_n<T, VW>(yr + j, o);
-  } else {
-#pragma unroll
-    for (int e = 0; e < VW; ++e)
-      if (j + e < N) yr[j + e] = Io<T>::from(o[e]);
-  }
+  store_n<T, VW>(yr + j, o);
 }
 
-template <class T, class TW, class TS, int VW, bool VEC>
+template <class T, class TW, class TS, int VW>
 __global__ void __launch_bounds__(BLOCK) rms_block_rows(const T* __restrict__ x, const TW* __restrict__ w,
                                                         T* __restrict__ y, TS* __restrict__ rstd_out, int64_t N,
                                                         float eps) {
@@ -87,14 +83,14 @@ __global__ void __launch_bounds__(BLOCK) rms_block_rows(const T* __restrict__ x,
   float q = 0.0f;
 #pragma unroll
   for (int k = 0; k < CHUNKS; ++k) {
-    load_at<T, VW, VEC>(xr, k * STEP + first, N, v[k]);
+    load_at<T, VW>(xr, k * STEP + first, N, v[k]);
 #pragma unroll
     for (int e = 0; e < VW; ++e) q += v[k][e] * v[k][e];
   }
   double qd = q;
   for (int64_t j = CAP + first; j < N; j += STEP) {  // the tail past the registers
     float t[VW], s = 0.0f;
-    load_at<T, VW, VEC>(xr, j, N, t);
+    load_at<T, VW>(xr, j, N, t);
 #pragma unroll
     for (int e = 0; e < VW; ++e) s += t[e] * t[e];
     qd += s;
@@ -104,11 +100,11 @@ __global__ void __launch_bounds__(BLOCK) rms_block_rows(const T* __restrict__ x,
   if (threadIdx.x == 0 && rstd_out) rstd_out[row] = Io<TS>::from(rstd);
 #pragma unroll
   for (int k = 0; k < CHUNKS; ++k)
-    if (k * STEP + first < N) store_at<T, TW, VW, VEC>(yr, w, k * STEP + first, N, v[k], rstd);
+    if (k * STEP + first < N) store_at<T, TW, VW>(yr, w, k * STEP + first, v[k], rstd);
   for (int64_t j = CAP + first; j < N; j += STEP) {
     float t[VW];
-    load_at<T, VW, VEC>(xr, j, N, t);
-    store_at<T, TW, VW, VEC>(yr, w, j, N, t, rstd);
+    load_at<T, VW>(xr, j, N, t);
+    store_at<T, TW, VW>(yr, w, j, t, rstd);
   }
 }
 
@@ -116,17 +112,13 @@ template <class T, class TW, class TS>
 int launch(const RmsArgs& a, cudaStream_t stream) {
   constexpr int VW = 16 / sizeof(T);
   if (a.M > 0x7fffffffLL) return 1;
-  const bool vec = aligned16(a.x) && aligned16(a.y) && (!a.w || aligned16(a.w)) && (a.N * sizeof(T)) % 16 == 0;
-  auto run = [&](auto kernel) {
-    kernel<<<static_cast<unsigned>(a.M), BLOCK, 0, stream>>>(static_cast<const T*>(a.x), static_cast<const TW*>(a.w),
-                                                              static_cast<T*>(a.y), static_cast<TS*>(a.rstd), a.N,
-                                                              a.eps);
-  };
-  // Rows that are no whole number of 16-byte vectors are declined: on the
-  // H100 the scalar path failed the worker's -inf row there (0 where stock
-  // gives NaN across the row); not yet matched.
-  if (!vec) return 1;
-  run(rms_block_rows<T, TW, TS, VW, true>);
+  // Whole 16-byte vectors only: rows that are no whole number of them, or
+  // unaligned bases, are declined (the scalar form of this kernel gave 0
+  // across a row holding -inf where stock gives NaN: docs/STRATEGIES.md).
+  if (!aligned16(a.x) || !aligned16(a.y) || (a.w && !aligned16(a.w)) || (a.N * sizeof(T)) % 16 != 0) return 1;
+  rms_block_rows<T, TW, TS, VW><<<static_cast<unsigned>(a.M), BLOCK, 0, stream>>>(
+      static_cast<const T*>(a.x), static_cast<const TW*>(a.w), static_cast<T*>(a.y), static_cast<TS*>(a.rstd), a.N,
+      a.eps);
   return launch_status();
 }
 
