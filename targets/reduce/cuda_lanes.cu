@@ -12,14 +12,15 @@
  * float32/bfloat16/float16, values out in any of them, indices int64.
  * Shapes: any rank <= 8, the reduced dims one run whose groups of dims merge
  * (reduce_parse.h); keepdim either way.
- * Workspace (rows split in chunks): outer * ceil(R / CHUNK) * 16 bytes.
+ * Workspace (rows split in chunks): outer * chunks_of() * 16 bytes.
  *
  * Assumptions, checked at run time (nonzero return = the package falls back):
  * reduce_parse.h's; the workspace at least forge_workspace_bytes. A launch
  * failure returns 1.
  *
  * Why it is fast: rows (inner = 1): FORGE_P_BLOCK threads per chunk of
- * FORGE_P_CHUNK elements of a row, so a few long rows still fill the GPU;
+ * at most FORGE_P_CHUNK elements of a row, fewer when that fills the GPU
+ * (chunk_len), so a few long rows or one whole tensor still fill it;
  * 16-byte loads when the row pitch and base allow; warp shuffles, then shared
  * memory; one writer per workspace slot and a fixed-order finish (no atomics:
  * deterministic). Columns (inner > 1): a thread per output, the R rows read
@@ -204,11 +205,28 @@ __global__ void __launch_bounds__(BLOCK) reduce_columns(ReduceArgs a) {
   }
 }
 
-// Chunks per row: one unless the rows are split (CHUNK > 0 and R longer);
-// [R1, outer, R]: the R1 rows, a chunk each.
+// Elements per chunk of a row (inner = 1): at most CHUNK, fewer when the rows
+// alone would give fewer than FILL blocks (a few rows of millions of elements,
+// a full reduction), but never below MIN_CHUNK; a multiple of 8 so that every
+// chunk starts 16-byte aligned. A whole row when CHUNK is 0 or for [R1, outer, R].
+constexpr int64_t FILL = 512;               // ~4 blocks per SM of a 132-SM H100/H200
+constexpr int64_t MIN_CHUNK = 16 * BLOCK;   // enough loads per thread to hide latency
+inline int64_t chunk_len(const ReduceArgs& a) {
+  if (a.R1 > 1 || a.inner != 1 || CHUNK == 0) return a.R;
+  int64_t len = CHUNK;
+  const int64_t want = (FILL + a.outer - 1) / a.outer;  // chunks per row that fill the GPU
+  if (want > 1) {
+    const int64_t fill = ((a.R + want - 1) / want + 7) / 8 * 8;
+    const int64_t shorter = fill > MIN_CHUNK ? fill : MIN_CHUNK;
+    if (shorter < len) len = shorter;
+  }
+  return a.R > len ? len : a.R;
+}
+// Chunks per row; [R1, outer, R]: the R1 rows, a chunk each.
 inline int64_t chunks_of(const ReduceArgs& a) {
   if (a.R1 > 1) return a.R1;
-  return a.inner == 1 && CHUNK > 0 && a.R > CHUNK ? (a.R + CHUNK - 1) / CHUNK : 1;
+  const int64_t len = chunk_len(a);
+  return len > 0 ? (a.R + len - 1) / len : 1;
 }
 
 template <class T, class TY>
@@ -220,7 +238,7 @@ int launch(const ReduceArgs& a, void* workspace, int64_t workspace_bytes, cudaSt
     return launch_status();
   }
   const int64_t chunks = chunks_of(a);
-  const int64_t chunk = chunks == 1 || a.R1 > 1 ? a.R : CHUNK;
+  const int64_t chunk = chunk_len(a);
   if (chunks > 0x7fffffff) return 1;
   Part* parts = static_cast<Part*>(workspace);
   if (chunks > 1 && (!parts || workspace_bytes < a.outer * chunks * static_cast<int64_t>(sizeof(Part)))) return 1;
