@@ -64,15 +64,6 @@ static_assert(U == 1 || U == 2 || U == 4, "FORGE_P_UNROLL must be 1, 2 or 4");
 
 #include "../_common/batch_norm_train_args.h"  // the call's fields, shared with the CUDA templates
 
-typedef double vd __attribute__((vector_size(W * 8)));
-
-inline vd widen(vf v) { return __builtin_convertvector(v, vd); }
-inline double dsum(vd v) {
-  double s = 0;
-  for (int k = 0; k < W; ++k) s += v[k];
-  return s;
-}
-
 // sum(x) over one plane, in double lanes.
 inline double plane_sum(const float* x, int64_t hw) {
   vd acc[U];

@@ -1,13 +1,14 @@
 /* layer_norm, CPU strategy "one_read": the statistics of FORGE_P_ROWS rows in
  * one interleaved read (shifted sums), then the normalize pass.
  *
- * Math: for every row r (N elements), K = the row's first element, in fp32:
+ * Math: for every row r (N elements), K = the row's first element, the sums
+ * gathered in double (fp32 within FLUSH vector steps; y in fp32):
  *   S1 = sum (x - K), S2 = sum (x - K)^2;  mean = K + S1/N;
  *   var = S2/N - (S1/N)^2 (biased);  rstd = 1 / sqrt(max(var, 0) + eps);
  *   y = ((x - mean) * rstd) * w + b
  * The shift by K keeps S1/N within a few std of zero for ordinary rows, so the
  * subtraction loses at most a few bits (it is not the two-pass algorithm: a row
- * whose first element is a far outlier loses (|x0 - mean|/std)^2 ulps of var).
+ * whose first element is a far outlier loses (|x0 - mean|/std)^2 fp32 ulps of var).
  * Op: aten::native_layer_norm(Tensor input, SymInt[] normalized_shape,
  *     Tensor? weight, Tensor? bias, float eps) -> (out, mean, rstd).
  * Shapes: input [..., *normalized_shape]; out like input; mean and rstd one
@@ -51,58 +52,67 @@
 constexpr int R = FORGE_P_ROWS;
 static_assert(R >= 1 && R <= 8, "FORGE_P_ROWS must be 1..8");
 
-inline vi lane_index() {
-  vi v;
-  for (int k = 0; k < W; ++k) v[k] = k;
-  return v;
-}
-
-inline void finish_moments(vf s1, vf s2, float K, int64_t N, float eps, float& mean, float& rstd) {
-  const float m1 = hsum(s1) / static_cast<float>(N);
-  const float var = hsum(s2) / static_cast<float>(N) - m1 * m1;
-  mean = K + m1;
+inline void finish_moments(vd s1, vd s2, double K, int64_t N, float eps, float& mean, float& rstd) {
+  const double m1 = dsum(s1) / static_cast<double>(N);
+  const float var = static_cast<float>(dsum(s2) / static_cast<double>(N) - m1 * m1);
+  mean = static_cast<float>(K + m1);
   rstd = 1.0f / sqrtf((var > 0.0f ? var : 0.0f) + eps);
   if (var != var) rstd = var;  // keep NaN
 }
+
+// fp32 partial sums over FLUSH vector steps, then gathered in double, so no
+// partial grows beyond FLUSH terms (as layer_norm_cpu_moments.h).
+constexpr int64_t FLUSH = 16;
 
 // Statistics of `nr` (<= R) consecutive rows starting at x.
 template <class T>
 inline void block_moments(const T* x, int64_t n_runtime, int nr, float eps, float* mean, float* rstd) {
   const int64_t N = FORGE_P_ROW ? FORGE_P_ROW : n_runtime;
-  vf s1[R], s2[R], kv[R];
+  const int64_t full = N - N % W;
+  vd t1[R], t2[R];
+  vf kv[R];
   float K[R];
   for (int r = 0; r < R; ++r) {
     K[r] = r < nr ? to_f32(x[r * N]) : 0.0f;
     kv[r] = splat(K[r]);
-    s1[r] = splat(0.0f);
-    s2[r] = splat(0.0f);
+    t1[r] = vd{};
+    t2[r] = vd{};
   }
   int64_t i = 0;
-  if (nr == R) {
-    for (; i + W <= N; i += W)
-      for (int r = 0; r < R; ++r) {
-        vf d = load(x + r * N + i) - kv[r];
-        s1[r] += d;
-        s2[r] += d * d;
-      }
-  } else {
-    for (; i + W <= N; i += W)
-      for (int r = 0; r < nr; ++r) {
-        vf d = load(x + r * N + i) - kv[r];
-        s1[r] += d;
-        s2[r] += d * d;
-      }
+  while (i < full) {
+    vf s1[R], s2[R];
+    for (int r = 0; r < R; ++r) s1[r] = s2[r] = splat(0.0f);
+    const int64_t end = i + FLUSH * W < full ? i + FLUSH * W : full;
+    if (nr == R) {
+      for (; i < end; i += W)
+        for (int r = 0; r < R; ++r) {
+          vf d = load(x + r * N + i) - kv[r];
+          s1[r] += d;
+          s2[r] += d * d;
+        }
+    } else {
+      for (; i < end; i += W)
+        for (int r = 0; r < nr; ++r) {
+          vf d = load(x + r * N + i) - kv[r];
+          s1[r] += d;
+          s2[r] += d * d;
+        }
+    }
+    for (int r = 0; r < nr; ++r) {
+      t1[r] += widen(s1[r]);
+      t2[r] += widen(s2[r]);
+    }
   }
   if (i < N) {
-    const vi live = lane_index() < static_cast<int32_t>(N - i);
+    const vi live = iota() < static_cast<int32_t>(N - i);
     for (int r = 0; r < nr; ++r) {
       vf d = load_part(x + r * N + i, N - i, T{}) - kv[r];
       d = live ? d : splat(0.0f);
-      s1[r] += d;
-      s2[r] += d * d;
+      t1[r] += widen(d);
+      t2[r] += widen(d * d);
     }
   }
-  for (int r = 0; r < nr; ++r) finish_moments(s1[r], s2[r], K[r], N, eps, mean[r], rstd[r]);
+  for (int r = 0; r < nr; ++r) finish_moments(t1[r], t2[r], K[r], N, eps, mean[r], rstd[r]);
 }
 
 // The normalize pass: y = ((x - mean) * rstd) * w + b, the stock order.

@@ -3,8 +3,8 @@
  * (a transposed or permuted view, a broadcast dim of stride 0), read where it
  * lies instead of through a contiguous copy.
  *
- * Math: for every row (N elements), in fp32, as two_pass:
- *   mean = K + sum (x - K) / N  (K = the row's first element);  var = sum (x - mean)^2 / N  (biased);
+ * Math: for every row (N elements), as two_pass (sums in double, the rest in fp32):
+ *   mean = sum x / N;  var = sum (x - mean)^2 / N  (biased);
  *   rstd = 1 / sqrt(max(var, 0) + eps);  y = ((x - mean) * rstd) * w + b
  * Op: aten::native_layer_norm(Tensor input, SymInt[] normalized_shape,
  *     Tensor? weight, Tensor? bias, float eps) -> (out, mean, rstd).
@@ -60,57 +60,9 @@ static_assert(U >= 1 && U <= 8, "FORGE_P_UNROLL must be 1..8");
 
 #include "../_common/layer_norm_strided_args.h"  // the call's fields: inlined when forge loads the template
 
-inline vi lane_index() {
-  vi v;
-  for (int k = 0; k < W; ++k) v[k] = k;
-  return v;
-}
-
-// rstd from the biased variance, NaN kept (the clamp would drop it).
-inline float rstd_of(float var, float eps) {
-  const float r = 1.0f / sqrtf((var > 0.0f ? var : 0.0f) + eps);
-  return var != var ? var : r;
-}
+#include "../_common/layer_norm_cpu_moments.h"  // row_moments, rstd_of: inlined when forge loads the template
 
 // ---- rows: one unit-stride row ----
-template <class T>
-inline void row_moments(const T* x, int64_t n_runtime, float eps, float& mean, float& rstd) {
-  const int64_t N = FORGE_P_ROW ? FORGE_P_ROW : n_runtime;
-  const float K = to_f32(x[0]);
-  const vf kv = splat(K);
-  vf s[U];
-  for (int u = 0; u < U; ++u) s[u] = splat(0.0f);
-  int64_t i = 0;
-  for (; i + U * W <= N; i += U * W)
-    for (int u = 0; u < U; ++u) s[u] += load(x + i + u * W) - kv;
-  for (; i + W <= N; i += W) s[0] += load(x + i) - kv;
-  if (i < N) {
-    vf d = load_part(x + i, N - i, T{}) - kv;
-    s[0] += lane_index() < static_cast<int32_t>(N - i) ? d : splat(0.0f);
-  }
-  for (int u = 1; u < U; ++u) s[0] += s[u];
-  mean = K + hsum(s[0]) / static_cast<float>(N);
-  const vf mv = splat(mean);
-  for (int u = 0; u < U; ++u) s[u] = splat(0.0f);
-  i = 0;
-  for (; i + U * W <= N; i += U * W)
-    for (int u = 0; u < U; ++u) {
-      vf d = load(x + i + u * W) - mv;
-      s[u] += d * d;
-    }
-  for (; i + W <= N; i += W) {
-    vf d = load(x + i) - mv;
-    s[0] += d * d;
-  }
-  if (i < N) {
-    vf d = load_part(x + i, N - i, T{}) - mv;
-    d = lane_index() < static_cast<int32_t>(N - i) ? d : splat(0.0f);
-    s[0] += d * d;
-  }
-  for (int u = 1; u < U; ++u) s[0] += s[u];
-  rstd = rstd_of(hsum(s[0]) / static_cast<float>(N), eps);
-}
-
 template <class T, class TW>
 inline void row_apply(const T* x, T* y, const TW* w, const TW* b, int64_t n_runtime, float mean, float rstd) {
   const int64_t N = FORGE_P_ROW ? FORGE_P_ROW : n_runtime;
@@ -140,27 +92,28 @@ inline void lanes_block(const LnStrided& a, const T* x, T* y, TS* mean_out, TS* 
   const int64_t N = FORGE_P_ROW ? FORGE_P_ROW : a.N;
   const int64_t xs = a.xs, ys = a.ys;
   auto ld = [&](int64_t c) { return FULL ? load(x + c * xs) : load_part(x + c * xs, n, T{}); };
-  const vf K = ld(0);
-  vf s[U];
-  for (int u = 0; u < U; ++u) s[u] = splat(0.0f);
+  // Each lane's sums in double, as row_moments (layer_norm_cpu_moments.h).
+  const vd n_d = splat_d(static_cast<double>(N));
+  vd s[U];
+  for (int u = 0; u < U; ++u) s[u] = vd{};
   int64_t c = 0;
   for (; c + U <= N; c += U)
-    for (int u = 0; u < U; ++u) s[u] += ld(c + u) - K;
-  for (; c < N; ++c) s[0] += ld(c) - K;
+    for (int u = 0; u < U; ++u) s[u] += widen(ld(c + u));
+  for (; c < N; ++c) s[0] += widen(ld(c));
   for (int u = 1; u < U; ++u) s[0] += s[u];
-  const vf mean = K + s[0] / splat(static_cast<float>(N));
-  for (int u = 0; u < U; ++u) s[u] = splat(0.0f);
+  const vf mean = narrow(s[0] / n_d);
+  for (int u = 0; u < U; ++u) s[u] = vd{};
   for (c = 0; c + U <= N; c += U)
     for (int u = 0; u < U; ++u) {
-      vf d = ld(c + u) - mean;
+      const vd d = widen(ld(c + u) - mean);
       s[u] += d * d;
     }
   for (; c < N; ++c) {
-    vf d = ld(c) - mean;
+    const vd d = widen(ld(c) - mean);
     s[0] += d * d;
   }
   for (int u = 1; u < U; ++u) s[0] += s[u];
-  const vf var = s[0] / splat(static_cast<float>(N));
+  const vf var = narrow(s[0] / n_d);
   vf rstd;
   for (int k = 0; k < W; ++k) rstd[k] = rstd_of(var[k], a.eps);
   for (int k = 0; k < n; ++k) {
@@ -238,7 +191,7 @@ void ln_strided(const LnStrided& a) {
       }
     } else if (rows) {
       float mean, rstd;
-      row_moments(x + xo, a.N, a.eps, mean, rstd);
+      row_moments<U>(x + xo, a.N, a.eps, mean, rstd);
       store1(mean_out + m, mean);
       store1(rstd_out + m, rstd);
       row_apply(x + xo, y + yo, static_cast<const TW*>(a.w), static_cast<const TW*>(a.b), a.N, mean, rstd);

@@ -2,8 +2,8 @@
  * squares, then the normalize pass; each row read three times from L1/L2.
  *
  * Math: for every row r (the last len(normalized_shape) dims flattened, N
- * elements), in fp32:
- *   mean = K + sum (x - K) / N  (K = the row's first element);  var = sum (x - mean)^2 / N  (biased);
+ * elements), the sums in double, the rest in fp32:
+ *   mean = sum x / N;  var = sum (x - mean)^2 / N  (biased);
  *   rstd = 1 / sqrt(max(var, 0) + eps);  y = ((x - mean) * rstd) * w + b
  * Op: aten::native_layer_norm(Tensor input, SymInt[] normalized_shape,
  *     Tensor? weight, Tensor? bias, float eps) -> (out, mean, rstd).
@@ -54,59 +54,8 @@
 constexpr int U = FORGE_P_UNROLL;
 static_assert(U >= 1 && U <= 8, "FORGE_P_UNROLL must be 1..8");
 
-inline vi lane_index() {
-  vi v;
-  for (int k = 0; k < W; ++k) v[k] = k;
-  return v;
-}
+#include "../_common/layer_norm_cpu_moments.h"  // row_moments: inlined when forge loads the template
 
-template <class T>
-inline void row_moments(const T* x, int64_t n_runtime, float eps, float& mean, float& rstd) {
-  const int64_t N = FORGE_P_ROW ? FORGE_P_ROW : n_runtime;
-  // Pass 1: the mean, summed relative to the row's first element K so the
-  // partial sums stay small (an fp32 sum of values near 50 loses ~1e-5 of the
-  // mean otherwise, which is ~1e-4 of xhat when std ~ 0.3).
-  const float K = to_f32(x[0]);
-  const vf kv = splat(K);
-  vf s[U];
-  for (int u = 0; u < U; ++u) s[u] = splat(0.0f);
-  int64_t i = 0;
-  for (; i + U * W <= N; i += U * W)
-    for (int u = 0; u < U; ++u) s[u] += load(x + i + u * W) - kv;
-  for (; i + W <= N; i += W) s[0] += load(x + i) - kv;
-  if (i < N) {
-    vf d = load_part(x + i, N - i, T{}) - kv;
-    s[0] += lane_index() < static_cast<int32_t>(N - i) ? d : splat(0.0f);
-  }
-  for (int u = 1; u < U; ++u) s[0] += s[u];
-  mean = K + hsum(s[0]) / static_cast<float>(N);
-
-  // Pass 2: the centered sum of squares.
-  const vf mv = splat(mean);
-  vf q[U];
-  for (int u = 0; u < U; ++u) q[u] = splat(0.0f);
-  i = 0;
-  for (; i + U * W <= N; i += U * W)
-    for (int u = 0; u < U; ++u) {
-      vf d = load(x + i + u * W) - mv;
-      q[u] += d * d;
-    }
-  for (; i + W <= N; i += W) {
-    vf d = load(x + i) - mv;
-    q[0] += d * d;
-  }
-  if (i < N) {
-    vf d = load_part(x + i, N - i, T{}) - mv;
-    d = lane_index() < static_cast<int32_t>(N - i) ? d : splat(0.0f);
-    q[0] += d * d;
-  }
-  for (int u = 1; u < U; ++u) q[0] += q[u];
-  const float var = hsum(q[0]) / static_cast<float>(N);
-  rstd = 1.0f / sqrtf((var > 0.0f ? var : 0.0f) + eps);
-  if (var != var) rstd = var;  // keep NaN (the clamp above would drop it)
-}
-
-// The normalize pass, shared by the layer_norm strategies:
 // y = ((x - mean) * rstd) * w + b, the stock kernel's order of operations.
 template <class T, class TW, bool HAS_W, bool HAS_B>
 inline void ln_apply(const T* x, T* y, const TW* w, const TW* b, int64_t n_runtime, float mean, float rstd) {
@@ -140,7 +89,7 @@ void ln_rows(const LnArgs& a) {
   TS* rstd_out = static_cast<TS*>(a.rstd);
   for (int64_t r = 0; r < a.M; ++r) {
     float mean, rstd;
-    row_moments(x + r * a.N, a.N, a.eps, mean, rstd);
+    row_moments<U>(x + r * a.N, a.N, a.eps, mean, rstd);
     if (mean_out) store1(mean_out + r, mean);
     if (rstd_out) store1(rstd_out + r, rstd);
     const T* xr = x + r * a.N;

@@ -47,8 +47,6 @@ constexpr int C = FORGE_P_COLS;
 static_assert(ROWS >= 1 && ROWS <= 8, "FORGE_P_ROWS must be 1..8");
 static_assert(C >= 1 && C <= 8, "FORGE_P_COLS must be 1..8");
 
-typedef double vd __attribute__((vector_size(W * 8)));
-
 // NR rows of length L from x (rows L apart) to y, W elements of each per step.
 template <int NR, class T, class TY>
 void scan_rows(const T* x, TY* y, int64_t L) {
@@ -83,8 +81,8 @@ void scan_columns(const T* x, TY* y, int64_t L, int64_t inner, int64_t cols) {
       const int64_t at = l * inner + static_cast<int64_t>(v) * W;
       const bool part = v == nv - 1 && last_n < W;
       const vf xv = part ? load_part(x + at, last_n, T{}) : load(x + at);
-      acc[v] = SC_COMBINE(acc[v], __builtin_convertvector(xv, vd));
-      const vf yv = __builtin_convertvector(acc[v], vf);
+      acc[v] = SC_COMBINE(acc[v], widen(xv));
+      const vf yv = narrow(acc[v]);
       if (part) store_part(y + at, yv, last_n);
       else store(y + at, yv);
     }
