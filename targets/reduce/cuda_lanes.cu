@@ -182,6 +182,19 @@ __global__ void __launch_bounds__(BLOCK) finish_rows(ReduceArgs a, int64_t chunk
   put<TY>(a, o, p);
 }
 
+// The same for rows of many chunks (a full reduction's hundreds): a block per
+// row, thread t folding partials t, t + BLOCK, ... in order, then the block's
+// fixed tree, so the result's bits do not depend on timing either.
+template <class TY>
+__global__ void __launch_bounds__(BLOCK) finish_rows_wide(ReduceArgs a, int64_t chunks, const Part* parts) {
+  for (int64_t o = blockIdx.x; o < a.outer; o += gridDim.x) {
+    Part p{identity(), INT64_MAX};
+    for (int64_t c = threadIdx.x; c < chunks; c += BLOCK) p = combine(p, parts[o * chunks + c]);
+    p = block_combine(p);
+    if (threadIdx.x == 0) put<TY>(a, o, p);
+  }
+}
+
 // Columns: a thread per output (o, i), the R rows sR apart; UNROLL rows loaded
 // before they are folded (in order).
 template <class T, class TY>
@@ -251,6 +264,10 @@ int launch(const ReduceArgs& a, void* workspace, int64_t workspace_bytes, cudaSt
   if (vec) reduce_rows<T, TY, V><<<grid, BLOCK, 0, stream>>>(a, chunk, chunks, parts);
   else reduce_rows<T, TY, 1><<<grid, BLOCK, 0, stream>>>(a, chunk, chunks, parts);
   if (launch_status()) return 1;
+  if (chunks > 32) {  // one thread would walk them one dependent combine at a time
+    finish_rows_wide<TY><<<static_cast<unsigned>(a.outer < 65535 ? a.outer : 65535), BLOCK, 0, stream>>>(a, chunks, parts);
+    return launch_status();
+  }
   if (chunks > 1) {
     finish_rows<TY><<<static_cast<unsigned>((a.outer + BLOCK - 1) / BLOCK), BLOCK, 0, stream>>>(a, chunks, parts);
     return launch_status();
