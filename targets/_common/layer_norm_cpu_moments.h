@@ -5,7 +5,8 @@
  * where the stock kernel's cascade gives a few); x - mean in fp32, as the
  * stock kernel. U independent accumulators; N is FORGE_P_ROW when that is
  * nonzero (a compile-time trip count). NaN propagates to the row's rstd.
- * Needs cpu_common.h (vf, vd, widen, dsum, load, load_part) and FORGE_P_ROW. */
+ * Needs cpu_common.h (vf, load, load_part) and FORGE_P_ROW. */
+#include "../_common/cpu_double_lanes.h"  // vd, widen, narrow, dsum: inlined when forge loads the template
 
 // rstd = 1 / sqrt(max(var, 0) + eps), NaN kept (the clamp would drop it).
 inline float rstd_of(float var, float eps) {

@@ -56,6 +56,7 @@
 #endif
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/cpu_double_lanes.h"  // vd, widen, narrow, dsum: inlined when forge loads the template
 
 constexpr int U = FORGE_P_UNROLL;
 static_assert(U == 1 || U == 2 || U == 4, "FORGE_P_UNROLL must be 1, 2 or 4");

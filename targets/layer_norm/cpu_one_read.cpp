@@ -48,6 +48,7 @@
 #endif
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/cpu_double_lanes.h"  // vd, widen, narrow, dsum: inlined when forge loads the template
 
 constexpr int R = FORGE_P_ROWS;
 static_assert(R >= 1 && R <= 8, "FORGE_P_ROWS must be 1..8");

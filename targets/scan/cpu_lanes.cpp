@@ -40,6 +40,7 @@
 #endif
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
+#include "../_common/cpu_double_lanes.h"  // vd, widen, narrow, dsum: inlined when forge loads the template
 #include "../_common/scan_ops.h"    // the op table: SC_OP
 
 constexpr int ROWS = FORGE_P_ROWS;
