@@ -9,7 +9,6 @@ struct vd {
   vdh lo, hi;
 };
 inline vd operator+(vd a, vd b) { return {a.lo + b.lo, a.hi + b.hi}; }
-inline vd operator-(vd a, vd b) { return {a.lo - b.lo, a.hi - b.hi}; }
 inline vd operator*(vd a, vd b) { return {a.lo * b.lo, a.hi * b.hi}; }
 inline vd operator/(vd a, vd b) { return {a.lo / b.lo, a.hi / b.hi}; }
 inline vd operator+(vd a, double b) { return {a.lo + b, a.hi + b}; }

@@ -1,5 +1,6 @@
 /* The mean and rstd of one contiguous row of N elements, for layer_norm's CPU
- * templates (two_pass, strided): the mean, then the centered sum of squares,
+ * templates (two_pass, strided; one_read takes FLUSH and rstd_of): the mean,
+ * then the centered sum of squares,
  * each gathered in double so the error does not grow with the row (one fp32
  * sum per lane gives hundreds of ulps of the mean at a few thousand elements,
  * where the stock kernel's cascade gives a few); x - mean in fp32, as the
@@ -19,7 +20,7 @@ inline float rstd_of(float var, float eps) {
 // while no partial grows beyond FLUSH terms.
 constexpr int64_t FLUSH = 16;
 
-// sum over x[0..N) of f(load(x + i)) (a vf, dead tail lanes zeroed by f's caller).
+// The sum over x[0..N) of f(vector of x), in double; the tail's dead lanes add 0.
 template <int U, class T, class F>
 inline double flushed_sum(const T* x, int64_t N, F f) {
   const int64_t full = N - N % (U * W);

@@ -48,7 +48,7 @@
 #endif
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
-#include "../_common/cpu_double_lanes.h"  // vd, widen, narrow, dsum: inlined when forge loads the template
+#include "../_common/layer_norm_cpu_moments.h"  // FLUSH, rstd_of, double lanes: inlined when forge loads the template
 
 constexpr int R = FORGE_P_ROWS;
 static_assert(R >= 1 && R <= 8, "FORGE_P_ROWS must be 1..8");
@@ -57,13 +57,8 @@ inline void finish_moments(vd s1, vd s2, double K, int64_t N, float eps, float& 
   const double m1 = dsum(s1) / static_cast<double>(N);
   const float var = static_cast<float>(dsum(s2) / static_cast<double>(N) - m1 * m1);
   mean = static_cast<float>(K + m1);
-  rstd = 1.0f / sqrtf((var > 0.0f ? var : 0.0f) + eps);
-  if (var != var) rstd = var;  // keep NaN
+  rstd = rstd_of(var, eps);
 }
-
-// fp32 partial sums over FLUSH vector steps, then gathered in double, so no
-// partial grows beyond FLUSH terms (as layer_norm_cpu_moments.h).
-constexpr int64_t FLUSH = 16;
 
 // Statistics of `nr` (<= R) consecutive rows starting at x.
 template <class T>
