@@ -27,12 +27,31 @@ inline vd splat_d(double a) { return vd{} + a; }
 #define FORGE_HI 8, 9, 10, 11, 12, 13, 14, 15
 #define FORGE_ALL 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
 #endif
+// widen/narrow: one conversion per register half. GCC 12 lowers the generic
+// spelling (shuffle, then convert) to 2-lane conversions and inserts, so the
+// AVX2 and AVX-512 widths use the intrinsics.
 inline vd widen(vf v) {
+#if FORGE_VEC == 8
+  return {(vdh)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v)),
+          (vdh)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1))};
+#elif FORGE_VEC == 16
+  return {(vdh)_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v)),
+          (vdh)_mm512_cvtps_pd(_mm512_extractf32x8_ps((__m512)v, 1))};
+#else
   return {__builtin_convertvector(__builtin_shufflevector(v, v, FORGE_LO), vdh),
           __builtin_convertvector(__builtin_shufflevector(v, v, FORGE_HI), vdh)};
+#endif
 }
 inline vf narrow(vd v) {
+#if FORGE_VEC == 8
+  return (vf)_mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps((__m256d)v.lo)),
+                                  _mm256_cvtpd_ps((__m256d)v.hi), 1);
+#elif FORGE_VEC == 16
+  return (vf)_mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps((__m512d)v.lo)),
+                                _mm512_cvtpd_ps((__m512d)v.hi), 1);
+#else
   return __builtin_shufflevector(__builtin_convertvector(v.lo, vfh), __builtin_convertvector(v.hi, vfh), FORGE_ALL);
+#endif
 }
 #undef FORGE_LO
 #undef FORGE_HI

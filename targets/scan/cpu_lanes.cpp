@@ -11,9 +11,11 @@
  * scan_parse.h's (contiguous non-empty input and output of one shape).
  *
  * Why it is fast: one call, no TensorIterator, no thread wake-up. Rows
- * (inner = 1): FORGE_P_ROWS rows scanned side by side, so their independent
- * carries hide the add's latency, each row read and written in vectors (the
- * conversions of bf16/fp16 vectorized). Columns (inner > 1): FORGE_P_COLS
+ * (inner = 1): with FORGE_P_ROWS 0, tiles of W/2 rows x W columns transposed
+ * in registers, so one vector op advances the carries of W/2 rows a column; else
+ * FORGE_P_ROWS rows scanned side by side, so their independent carries hide
+ * the add's latency. Rows are read and written in vectors (the conversions of
+ * bf16/fp16 vectorized). Columns (inner > 1): FORGE_P_COLS
  * vectors of neighbouring columns carried in double registers while the L
  * rows stream past in memory order.
  * Single-threaded (the worker refuses OpenMP runtimes: docs/CANDIDATE_ABI.md).
@@ -33,7 +35,7 @@
 #define FORGE_P_ISA 0 /* 0: as compiled (-march); 2: AVX2 paths; 3: AVX-512 paths (run-time checked) */
 #endif
 #ifndef FORGE_P_ROWS
-#define FORGE_P_ROWS 4 /* rows scanned side by side: 1..8 */
+#define FORGE_P_ROWS 0 /* 0: tiles of W/2 rows, transposed; 1..8: rows scanned side by side */
 #endif
 #ifndef FORGE_P_COLS
 #define FORGE_P_COLS 4 /* vectors of columns carried at once: 1..8 */
@@ -45,7 +47,8 @@
 
 constexpr int ROWS = FORGE_P_ROWS;
 constexpr int C = FORGE_P_COLS;
-static_assert(ROWS >= 1 && ROWS <= 8, "FORGE_P_ROWS must be 1..8");
+static_assert(ROWS >= 0 && ROWS <= 8, "FORGE_P_ROWS must be 0 (tiles of W/2 rows) or 1..8");
+constexpr int SIDE = ROWS > 0 ? ROWS : 4;  // rows side by side (below a tile, with ROWS 0)
 static_assert(C >= 1 && C <= 8, "FORGE_P_COLS must be 1..8");
 
 // NR rows of length L from x (rows L apart) to y, W elements of each per step.
@@ -65,6 +68,69 @@ void scan_rows(const T* x, TY* y, int64_t L) {
     for (int r = 0; r < NR; ++r) {
       if (n == W) store(y + r * L + j, v[r]);
       else store_part(y + r * L + j, v[r], n);
+    }
+  }
+}
+
+// Tiles of HR = W/2 rows x W columns: a row's W elements widen to two
+// register halves of HR doubles (vd), and each half's HR x HR block transposed
+// in registers makes a vector of one column across the HR rows. HR rows keep
+// HR input and HR output lines in flight: rows whose stride is a multiple of
+// 4 KiB share L1 sets (8 ways), which W rows' 2W lines overflow.
+constexpr int HR = W / 2;
+typedef int64_t vlh __attribute__((vector_size(W * 4)));  // HR lanes: vdh's shuffle masks
+
+// v[i][k] becomes v[k][i] (i, k < HR): each of log2(HR) rounds swaps the
+// off-diagonal H x H blocks of row pairs H apart.
+template <int H> __attribute__((always_inline)) inline void swap_blocks(vdh* v) {
+  vlh lo, hi;  // lane k of rows i and i + H, with (i & H) == 0
+#pragma GCC unroll 8
+  for (int k = 0; k < HR; ++k) {
+    lo[k] = (k & H) ? HR + k - H : k;
+    hi[k] = (k & H) ? HR + k : k + H;
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < HR; ++i)
+    if (!(i & H)) {
+      const vdh a = v[i], b = v[i + H];
+      v[i] = __builtin_shuffle(a, b, lo);
+      v[i + H] = __builtin_shuffle(a, b, hi);
+    }
+}
+__attribute__((always_inline)) inline void transpose(vdh* v) {
+  if constexpr (HR >= 8) swap_blocks<4>(v);
+  if constexpr (HR >= 4) swap_blocks<2>(v);
+  swap_blocks<1>(v);
+}
+
+// HR rows of length L from x (rows L apart) to y, a tile per step: the HR
+// carries (one per row) advanced a column per vector op. The same order of
+// operations per row as scan_rows.
+template <class T, class TY>
+void scan_row_tiles(const T* x, TY* y, int64_t L) {
+  vdh acc = vdh{} + SC_IDENTITY;
+  for (int64_t j = 0; j < L; j += W) {
+    const int64_t n = L - j < W ? L - j : W;
+    vdh lo[HR], hi[HR];  // columns [0, HR) and [HR, W) of the tile
+#pragma GCC unroll 8
+    for (int r = 0; r < HR; ++r) {
+      const vd d = widen(n == W ? load(x + r * L + j) : load_part(x + r * L + j, n, T{}));
+      lo[r] = d.lo;
+      hi[r] = d.hi;
+    }
+    transpose(lo);
+    transpose(hi);
+#pragma GCC unroll 8
+    for (int c = 0; c < HR; ++c) lo[c] = acc = SC_COMBINE(acc, lo[c]);
+#pragma GCC unroll 8
+    for (int c = 0; c < HR; ++c) hi[c] = acc = SC_COMBINE(acc, hi[c]);  // columns past the row's end unused
+    transpose(lo);
+    transpose(hi);
+#pragma GCC unroll 8
+    for (int r = 0; r < HR; ++r) {
+      const vf v = narrow(vd{lo[r], hi[r]});
+      if (n == W) store(y + r * L + j, v);
+      else store_part(y + r * L + j, v, n);
     }
   }
 }
@@ -96,7 +162,9 @@ __attribute__((noinline)) int scan_run(const ScanArgs& a) {
   const int64_t L = a.L;
   if (a.inner == 1) {
     int64_t r = 0;
-    for (; r + ROWS <= a.outer; r += ROWS) scan_rows<ROWS>(x + r * L, y + r * L, L);
+    if (ROWS == 0)
+      for (; r + HR <= a.outer; r += HR) scan_row_tiles(x + r * L, y + r * L, L);
+    for (; r + SIDE <= a.outer; r += SIDE) scan_rows<SIDE>(x + r * L, y + r * L, L);
     for (; r < a.outer; ++r) scan_rows<1>(x + r * L, y + r * L, L);
     return 0;
   }

@@ -433,14 +433,15 @@ TEST_CASE("compile_env: a compiled run slower with the routes that reach it turn
                    "env: {OMP_NUM_THREADS: '1'}}\n"
                    "  other: {run: python app.py, latency: 'took ([0-9.]+) ms', check_runs: 3, "
                    "env: {OMP_NUM_THREADS: '1', APP_MM: '1'}, compile_env: {OTHER_COMPILE: '1'}}\n"
-                   "targets: {ops: [cumsum, cumprod], top: 0, min_share: 0.03, chains: 0}\nbudget: {iterations: 2}\n");
+                   "targets: {ops: [cumsum, cumprod], top: 0, min_share: 0.1, chains: 0}\nbudget: {iterations: 2}\n");
   auto build = test::run_forge("--json build", dir.path());
   INFO(build.out << build.err);
   REQUIRE(build.exit_code == 0);
   json r = json::parse(build.out);
   // Only app's scans are searched: other's are 1-2% of its op time (the matrix
-  // product's), app's about 30% of its own, and above 3% even when a stall of
-  // tens of ms lands in app's capture.
+  // product's), app's 30-40% of its own. min_share 10% leaves either side a
+  // margin of 3x or more against stalls in a loaded machine's captures (at 3%,
+  // a CI run's rebuild below packaged a third entry).
   REQUIRE_MESSAGE(r["targets"].size() == 2, r["targets"].dump());
   const bool sum_first = r["targets"][0]["op"] == "cumsum";
   const json& cumsum = r["targets"][sum_first ? 0 : 1];
