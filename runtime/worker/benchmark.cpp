@@ -38,9 +38,14 @@ bool has_broadcast(const at::Tensor& t) {
 
 // Where fresh content comes from, per tensor input: a window at a random
 // offset into `pool`. Floating inputs: the case's values followed by `extra`
-// random values of its range, so every offset gives other values; integer and
-// bool inputs (indices, masks): the values twice over, so a window is a
-// rotation and every value stays one the op accepts.
+// values drawn from the case's own (captured values picked at random, each
+// scaled by 1 + u/64, |u| < 1: signs, magnitudes, zeros and specials as the
+// model has them, since some stock kernels' time depends on the values, e.g.
+// elu's exp only for negative inputs), or random values of the case's range
+// where every value is the same or the case was not captured; so every offset
+// gives other values. Integer and bool inputs (indices, masks): the values
+// twice over, so a window is a rotation and every value stays one the op
+// accepts.
 struct Content {
   at::Tensor pool;  // flat, judge-private
   int64_t numel = 0;
@@ -53,13 +58,22 @@ Content content_for(const at::Tensor& t, const CasePlan& plan, uint64_t seed) {
   at::Tensor base = t.contiguous().reshape(-1).clone();
   if (at::isFloatingType(t.scalar_type())) {
     const int64_t extra = std::max<int64_t>(65536, std::min<int64_t>(c.numel, int64_t(1) << 20));
-    at::Tensor more = at::empty({extra}, base.options());
-    at::Generator gen = at::globalContext().defaultGenerator(more.device());
+    at::Generator gen = at::globalContext().defaultGenerator(base.device());
     {
       std::lock_guard<std::mutex> lock(gen.mutex());
       gen.set_current_seed(seed);
     }
-    more.uniform_(plan.lo, plan.hi, gen);
+    at::Tensor more;
+    const bool varied = c.numel > 1 && (base.min() != base.max()).item<bool>();
+    if (plan.kind == CasePlan::Sample && varied) {
+      at::Tensor pick = at::randint(c.numel, {extra}, gen, base.options().dtype(at::kLong));
+      at::Tensor scale = at::empty({extra}, base.options());
+      scale.uniform_(1.0 - 1.0 / 64, 1.0 + 1.0 / 64, gen);
+      more = base.index_select(0, pick) * scale;
+    } else {
+      more = at::empty({extra}, base.options());
+      more.uniform_(plan.lo, plan.hi, gen);
+    }
     c.pool = at::cat({base, more});
     c.offsets = extra + 1;
   } else {

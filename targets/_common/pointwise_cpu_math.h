@@ -6,6 +6,11 @@
 
 inline vf pw_k(float c) { return splat(c); }
 inline vf pw_sel(vi m, vf a, vf b) { return m ? a : b; }
+// Whether any lane's mask is set: lets an op skip a costly branch that no lane takes.
+inline bool pw_any(vi m) {
+  const vi z{};
+  return memcmp(&m, &z, sizeof m) != 0;
+}
 inline vf pw_exp(vf x) { return vexp(x); }
 
 inline vf pw_sqrt(vf x) {

@@ -7,6 +7,7 @@
 #define PW_MASK bool
 __device__ __forceinline__ float pw_k(float c) { return c; }
 __device__ __forceinline__ float pw_sel(bool m, float a, float b) { return m ? a : b; }
+__device__ __forceinline__ bool pw_any(bool m) { return m; }
 __device__ __forceinline__ float pw_exp(float x) { return expf(x); }
 __device__ __forceinline__ float pw_expm1(float x) { return expm1f(x); }
 __device__ __forceinline__ float pw_log1p(float x) { return log1pf(x); }
