@@ -1,15 +1,20 @@
 // The vector math pointwise_ops.h asks for, on cpu_common.h's vf (fp32 lanes).
 // Inside the ISA region. Each is within a few ulp over the whole float range
 // and passes NaN through.
-#define PW_FN inline
+#define PW_FN inline __attribute__((always_inline))
 #define PW_MASK vi
 
 inline vf pw_k(float c) { return splat(c); }
 inline vf pw_sel(vi m, vf a, vf b) { return m ? a : b; }
 // Whether any lane's mask is set: lets an op skip a costly branch that no lane takes.
 inline bool pw_any(vi m) {
-  const vi z{};
-  return memcmp(&m, &z, sizeof m) != 0;
+#if FORGE_AVX512
+  return _mm512_movepi32_mask((__m512i)m) != 0;
+#elif FORGE_AVX2
+  return _mm256_movemask_ps((__m256)m) != 0;
+#else
+  return _mm_movemask_ps((__m128)m) != 0;
+#endif
 }
 inline vf pw_exp(vf x) { return vexp(x); }
 
