@@ -37,15 +37,17 @@ bool has_broadcast(const at::Tensor& t) {
 }
 
 // Where fresh content comes from, per tensor input: a window at a random
-// offset into `pool`. Floating inputs: the case's values followed by `extra`
-// values drawn from the case's own (captured values picked at random, each
-// scaled by 1 + u/64, |u| < 1: signs, magnitudes, zeros and specials as the
-// model has them, since some stock kernels' time depends on the values, e.g.
-// elu's exp only for negative inputs), or random values of the case's range
-// where every value is the same or the case was not captured; so every offset
-// gives other values. Integer and bool inputs (indices, masks): the values
-// twice over, so a window is a rotation and every value stays one the op
-// accepts.
+// offset into `pool`, so every offset gives other values. Floating inputs:
+// the case's values followed by `extra` others. For a captured case, its own
+// values picked at random, each scaled by a factor in (1 - 1/64, 1): signs,
+// magnitudes, zeros and specials as the model has them, since some stock
+// kernels' time depends on the values (elu's exp only for negative inputs);
+// scaled down only, so no value overflows. That needs 16 or more finite nonzero
+// values (the ones scaling changes), an eighth of them at least, else windows
+// could repeat and a candidate that caches its last output would pass;
+// otherwise, and for a fresh case, random values of the case's range. Integer and bool
+// inputs (indices, masks): the values twice over, so a window is a rotation
+// and every value stays one the op accepts.
 struct Content {
   at::Tensor pool;  // flat, judge-private
   int64_t numel = 0;
@@ -64,12 +66,14 @@ Content content_for(const at::Tensor& t, const CasePlan& plan, uint64_t seed) {
       gen.set_current_seed(seed);
     }
     at::Tensor more;
-    const bool varied = c.numel > 1 && (base.min() != base.max()).item<bool>();
-    if (plan.kind == CasePlan::Sample && varied) {
+    const auto wide = base.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+    const int64_t live = c.numel ? (base.isfinite() & (base != 0)).sum().item<int64_t>() : 0;
+    const bool resample = plan.kind == CasePlan::Sample && live >= std::max<int64_t>(16, c.numel / 8);
+    if (resample) {
       at::Tensor pick = at::randint(c.numel, {extra}, gen, base.options().dtype(at::kLong));
-      at::Tensor scale = at::empty({extra}, base.options());
-      scale.uniform_(1.0 - 1.0 / 64, 1.0 + 1.0 / 64, gen);
-      more = base.index_select(0, pick) * scale;
+      at::Tensor scale = at::empty({extra}, base.options().dtype(wide));
+      scale.uniform_(1.0 - 1.0 / 64, 1.0, gen);
+      more = (base.index_select(0, pick).to(wide) * scale).to(base.scalar_type());
     } else {
       more = at::empty({extra}, base.options());
       more.uniform_(plan.lo, plan.hi, gen);
