@@ -45,9 +45,9 @@ bool has_broadcast(const at::Tensor& t) {
 // scaled down only, so no value overflows. That needs 16 or more finite nonzero
 // values (the ones scaling changes), an eighth of them at least, else windows
 // could repeat and a candidate that caches its last output would pass;
-// otherwise, and for a fresh case, random values of the case's range. Integer and bool
-// inputs (indices, masks): the values twice over, so a window is a rotation
-// and every value stays one the op accepts.
+// otherwise, and for a fresh case, random values of the case's range. Integer
+// and bool inputs (indices, masks): the values twice over, so a window is a
+// rotation and every value stays one the op accepts.
 struct Content {
   at::Tensor pool;  // flat, judge-private
   int64_t numel = 0;
@@ -65,11 +65,11 @@ Content content_for(const at::Tensor& t, const CasePlan& plan, uint64_t seed) {
       std::lock_guard<std::mutex> lock(gen.mutex());
       gen.set_current_seed(seed);
     }
+    // Values the scaling changes (finite, nonzero): counted for captured cases only.
+    auto live = [&] { return c.numel ? (base.isfinite() & (base != 0)).sum().item<int64_t>() : 0; };
     at::Tensor more;
-    const auto wide = base.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-    const int64_t live = c.numel ? (base.isfinite() & (base != 0)).sum().item<int64_t>() : 0;
-    const bool resample = plan.kind == CasePlan::Sample && live >= std::max<int64_t>(16, c.numel / 8);
-    if (resample) {
+    if (plan.kind == CasePlan::Sample && live() >= std::max<int64_t>(16, c.numel / 8)) {
+      const auto wide = base.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
       at::Tensor pick = at::randint(c.numel, {extra}, gen, base.options().dtype(at::kLong));
       at::Tensor scale = at::empty({extra}, base.options().dtype(wide));
       scale.uniform_(1.0 - 1.0 / 64, 1.0, gen);

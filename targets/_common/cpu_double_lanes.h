@@ -14,22 +14,9 @@ inline vd operator/(vd a, vd b) { return {a.lo / b.lo, a.hi / b.hi}; }
 inline vd operator+(vd a, double b) { return {a.lo + b, a.hi + b}; }
 inline vd& operator+=(vd& a, vd b) { return a = a + b; }
 inline vd splat_d(double a) { return vd{} + a; }
-#if FORGE_VEC == 4
-#define FORGE_LO 0, 1
-#define FORGE_HI 2, 3
-#define FORGE_ALL 0, 1, 2, 3
-#elif FORGE_VEC == 8
-#define FORGE_LO 0, 1, 2, 3
-#define FORGE_HI 4, 5, 6, 7
-#define FORGE_ALL 0, 1, 2, 3, 4, 5, 6, 7
-#else
-#define FORGE_LO 0, 1, 2, 3, 4, 5, 6, 7
-#define FORGE_HI 8, 9, 10, 11, 12, 13, 14, 15
-#define FORGE_ALL 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
-#endif
 // widen/narrow: one conversion per register half. GCC 12 lowers the generic
 // spelling (shuffle, then convert) to 2-lane conversions and inserts, so the
-// AVX2 and AVX-512 widths use the intrinsics.
+// AVX2 and AVX-512 widths use the intrinsics; the generic one is SSE's (W 4).
 inline vd widen(vf v) {
 #if FORGE_VEC == 8
   return {(vdh)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v)),
@@ -38,8 +25,8 @@ inline vd widen(vf v) {
   return {(vdh)_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v)),
           (vdh)_mm512_cvtps_pd(_mm512_extractf32x8_ps((__m512)v, 1))};
 #else
-  return {__builtin_convertvector(__builtin_shufflevector(v, v, FORGE_LO), vdh),
-          __builtin_convertvector(__builtin_shufflevector(v, v, FORGE_HI), vdh)};
+  return {__builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), vdh),
+          __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3), vdh)};
 #endif
 }
 inline vf narrow(vd v) {
@@ -50,12 +37,9 @@ inline vf narrow(vd v) {
   return (vf)_mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps((__m512d)v.lo)),
                                 _mm512_cvtpd_ps((__m512d)v.hi), 1);
 #else
-  return __builtin_shufflevector(__builtin_convertvector(v.lo, vfh), __builtin_convertvector(v.hi, vfh), FORGE_ALL);
+  return __builtin_shufflevector(__builtin_convertvector(v.lo, vfh), __builtin_convertvector(v.hi, vfh), 0, 1, 2, 3);
 #endif
 }
-#undef FORGE_LO
-#undef FORGE_HI
-#undef FORGE_ALL
 inline double dsum(vd v) {
   double s = 0;
   for (int k = 0; k < W / 2; ++k) s += v.lo[k];

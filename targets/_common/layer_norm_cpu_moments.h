@@ -1,10 +1,9 @@
 /* The mean and rstd of one contiguous row of N elements, for layer_norm's CPU
  * templates (two_pass, strided; one_read takes FLUSH and rstd_of): the mean,
- * then the centered sum of squares,
- * each gathered in double so the error does not grow with the row (one fp32
- * sum per lane gives hundreds of ulps of the mean at a few thousand elements,
- * where the stock kernel's cascade gives a few); x - mean in fp32, as the
- * stock kernel. U independent accumulators; N is FORGE_P_ROW when that is
+ * then the centered sum of squares, each gathered in double so the error does
+ * not grow with the row (one fp32 sum per lane gives hundreds of ulps of the
+ * mean at a few thousand elements, where the stock kernel's cascade gives a
+ * few); x - mean in fp32, as the stock kernel. U independent accumulators; N is FORGE_P_ROW when that is
  * nonzero (a compile-time trip count). NaN propagates to the row's rstd.
  * Needs cpu_common.h (vf, load, load_part) and FORGE_P_ROW. */
 #include "../_common/cpu_double_lanes.h"  // vd, widen, narrow, dsum: inlined when forge loads the template
