@@ -47,23 +47,48 @@ struct PoolArgs {
 PL_HD int pl_min(int a, int b) { return a < b ? a : b; }
 PL_HD int pl_max(int a, int b) { return a > b ? a : b; }
 
+// The window of output (od, oh, ow), every plane's the same: its in-bounds
+// elements are d in [d0, d1), h in [h0, h1), w in [w0, w1), stepping by the
+// dilation (max) or 1 (avg). The max starts at the first in-bounds element
+// and its index there; the avg's window is empty when any range is, and
+// `div` is its divisor.
+struct PoolWindow {
+  int d0, d1, h0, h1, w0, w1;
+  int div;  // avg only
+};
+PL_HD PoolWindow pool_window(const PoolArgs& a, int od, int oh, int ow) {
+  PoolWindow r;
+  int d0 = od * a.sD - a.pD, h0 = oh * a.sH - a.pH, w0 = ow * a.sW - a.pW;
+#if PL_MAX
+  r.d1 = pl_min(d0 + (a.kD - 1) * a.dD + 1, a.D), r.h1 = pl_min(h0 + (a.kH - 1) * a.dH + 1, a.H),
+  r.w1 = pl_min(w0 + (a.kW - 1) * a.dW + 1, a.W);
+  while (d0 < 0) d0 += a.dD;
+  while (h0 < 0) h0 += a.dH;
+  while (w0 < 0) w0 += a.dW;
+  r.d0 = d0, r.h0 = h0, r.w0 = w0, r.div = 1;
+#else
+  const int d1 = pl_min(d0 + a.kD, a.D + a.pD), h1 = pl_min(h0 + a.kH, a.H + a.pH), w1 = pl_min(w0 + a.kW, a.W + a.pW);
+  const int pool = (d1 - d0) * (h1 - h0) * (w1 - w0);
+  r.d0 = pl_max(d0, 0), r.h0 = pl_max(h0, 0), r.w0 = pl_max(w0, 0);
+  r.d1 = pl_min(d1, a.D), r.h1 = pl_min(h1, a.H), r.w1 = pl_min(w1, a.W);
+  r.div = a.divisor ? a.divisor : a.count_include_pad ? pool : (r.d1 - r.d0) * (r.h1 - r.h0) * (r.w1 - r.w0);
+#endif
+  return r;
+}
+PL_HD bool pool_empty(const PoolWindow& w) { return w.d0 >= w.d1 || w.h0 >= w.h1 || w.w0 >= w.w1; }
+
 // Output (od, oh, ow) of the plane ld(i) reads (i: the in-plane offset);
 // the max's in-plane index into *index.
 template <class LD>
 PL_HD float pool_one(const PoolArgs& a, const LD& ld, int od, int oh, int ow, int64_t* index) {
-  int d0 = od * a.sD - a.pD, h0 = oh * a.sH - a.pH, w0 = ow * a.sW - a.pW;
+  const PoolWindow r = pool_window(a, od, oh, ow);
 #if PL_MAX
-  const int d1 = pl_min(d0 + (a.kD - 1) * a.dD + 1, a.D), h1 = pl_min(h0 + (a.kH - 1) * a.dH + 1, a.H),
-            w1 = pl_min(w0 + (a.kW - 1) * a.dW + 1, a.W);
-  while (d0 < 0) d0 += a.dD;
-  while (h0 < 0) h0 += a.dH;
-  while (w0 < 0) w0 += a.dW;
   float best = -INFINITY;
-  int bi = (d0 * a.H + h0) * a.W + w0;
-  for (int d = d0; d < d1; d += a.dD)
-    for (int h = h0; h < h1; h += a.dH) {
+  int bi = (r.d0 * a.H + r.h0) * a.W + r.w0;
+  for (int d = r.d0; d < r.d1; d += a.dD)
+    for (int h = r.h0; h < r.h1; h += a.dH) {
       const int row = (d * a.H + h) * a.W;
-      for (int w = w0; w < w1; w += a.dW) {
+      for (int w = r.w0; w < r.w1; w += a.dW) {
         const float v = ld(row + w);
         if (v > best || v != v) {
           best = v;
@@ -74,19 +99,14 @@ PL_HD float pool_one(const PoolArgs& a, const LD& ld, int od, int oh, int ow, in
   *index = bi;
   return best;
 #else
-  int d1 = pl_min(d0 + a.kD, a.D + a.pD), h1 = pl_min(h0 + a.kH, a.H + a.pH), w1 = pl_min(w0 + a.kW, a.W + a.pW);
-  const int pool = (d1 - d0) * (h1 - h0) * (w1 - w0);
-  d0 = pl_max(d0, 0), h0 = pl_max(h0, 0), w0 = pl_max(w0, 0);
-  d1 = pl_min(d1, a.D), h1 = pl_min(h1, a.H), w1 = pl_min(w1, a.W);
-  if (d0 >= d1 || h0 >= h1 || w0 >= w1) return 0.0f;
-  float sum = 0.0f;
-  for (int d = d0; d < d1; ++d)
-    for (int h = h0; h < h1; ++h) {
-      const int row = (d * a.H + h) * a.W;
-      for (int w = w0; w < w1; ++w) sum += ld(row + w);
-    }
-  const int div = a.divisor ? a.divisor : a.count_include_pad ? pool : (d1 - d0) * (h1 - h0) * (w1 - w0);
   (void)index;
-  return sum / static_cast<float>(div);
+  if (pool_empty(r)) return 0.0f;
+  float sum = 0.0f;
+  for (int d = r.d0; d < r.d1; ++d)
+    for (int h = r.h0; h < r.h1; ++h) {
+      const int row = (d * a.H + h) * a.W;
+      for (int w = r.w0; w < r.w1; ++w) sum += ld(row + w);
+    }
+  return sum / static_cast<float>(r.div);
 #endif
 }

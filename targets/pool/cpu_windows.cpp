@@ -18,6 +18,10 @@
  * go W per vector (each window element one vector load, or a strided gather
  * when the stride is not 1), compared or added in stock's order; the rest
  * one by one. A row's outputs are gathered in fp32 and stored as vectors.
+ * Rows with fewer than FORGE_P_ACROSS such outputs (windows nearly as wide
+ * as the row) go W planes at a time instead, a plane per lane: each window
+ * row's elements are loaded W per plane and transposed in registers, then
+ * added or compared one at a time in stock's order.
  * Single-threaded (the worker refuses OpenMP runtimes: docs/CANDIDATE_ABI.md).
  */
 #include <immintrin.h>
@@ -37,12 +41,18 @@
 #ifndef FORGE_P_SPAN
 #define FORGE_P_SPAN 256 /* outputs of a row gathered before their vector stores: 64..1024 */
 #endif
+#ifndef FORGE_P_ACROSS
+#define FORGE_P_ACROSS 8 /* rows with fewer interior outputs go W planes at a time; 0: never */
+#endif
 
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
-#include "../_common/pool_ops.h"    // the op table and pool_one
+#include "../_common/pool_ops.h"    // the op table, pool_window and pool_one
+#include "../_common/cpu_transpose.h"  // transpose_block
 
 constexpr int SPAN = FORGE_P_SPAN;
 static_assert(SPAN >= W && SPAN <= 1024 && SPAN % 16 == 0, "FORGE_P_SPAN: a multiple of 16, 64..1024");
+constexpr int ACROSS = FORGE_P_ACROSS;
+static_assert(ACROSS >= 0 && ACROSS <= 1024, "FORGE_P_ACROSS: 0..1024");
 
 inline float elem(const float* p, int i) { return p[i]; }
 inline float elem(const bf16* p, int i) {
@@ -60,9 +70,10 @@ inline float elem(const f16* p, int i) {
 }
 
 // n (<= W) elements step apart from p, as one vector; `room`: the elements
-// readable from p (stride 2 reads two vectors and keeps the even lanes).
+// readable from p. Lanes past n hold whatever lies there (a full load when
+// the room allows); stride 2 reads two vectors and keeps the even lanes.
 template <class T> inline vf load_step(const T* p, int step, int n, int64_t room) {
-  if (step == 1) return n == W ? load(p) : load_part(p, n, T{});
+  if (step == 1) return n == W || room >= W ? load(p) : load_part(p, n, T{});
   if (step == 2 && room >= 2 * W) return __builtin_shuffle(load(p), load(p + W), iota() * 2);
   T tmp[W] = {};
   for (int k = 0; k < n; ++k) tmp[k] = p[k * step];
@@ -136,6 +147,65 @@ void interior_run(const PoolArgs& a, const T* x, int64_t in_plane, const Rows& r
   }
 }
 
+// Planes [0, W) from x (in_plane apart) into y (out_plane apart), a plane per
+// lane, for rows whose outputs are too few to fill interior_run's vectors
+// (a window nearly as wide as the row). Each output's window is walked in
+// pool_one's order; a window row's elements are loaded W per plane and the
+// W x W block transposed in registers, so lane k adds or compares plane k's
+// values one at a time, as stock does.
+template <class T>
+void planes_run(const PoolArgs& a, const T* x, T* y, int64_t* idx, int64_t in_plane, int64_t out_plane) {
+  const int step = PL_MAX ? a.dW : 1;
+  for (int od = 0; od < a.OD; ++od)
+    for (int oh = 0; oh < a.OH; ++oh)
+      for (int ow = 0; ow < a.OW; ++ow) {
+        const PoolWindow r = pool_window(a, od, oh, ow);
+#if PL_MAX
+        vf best = splat(-INFINITY);
+        vi bi = vi{} + ((r.d0 * a.H + r.h0) * a.W + r.w0);
+#else
+        vf sum = splat(0.0f);
+#endif
+        for (int d = r.d0; d < r.d1; d += PL_MAX ? a.dD : 1)
+          for (int h = r.h0; h < r.h1; h += PL_MAX ? a.dH : 1) {
+            const int row = (d * a.H + h) * a.W;
+            for (int w = r.w0; w < r.w1; w += W * step) {
+              const int n = pl_min(W, (r.w1 - w + step - 1) / step);
+              const int at = row + w;
+              vf m[W];
+#pragma GCC unroll 16
+              for (int k = 0; k < W; ++k) m[k] = load_step(x + k * in_plane + at, step, n, in_plane - at);
+              transpose_block<vf, vi, W>(m);
+#pragma GCC unroll 16
+              for (int c = 0; c < W; ++c) {
+                if (c == n) break;
+#if PL_MAX
+                const vi take = (m[c] > best) | (m[c] != m[c]);
+                best = take ? m[c] : best;
+                bi = take ? vi{} + (at + c * step) : bi;
+#else
+                sum += m[c];
+#endif
+              }
+            }
+          }
+#if PL_MAX
+        const vf v = best;
+#else
+        const vf v = pool_empty(r) ? splat(0.0f) : sum / splat(static_cast<float>(r.div));
+#endif
+        const int64_t o = (static_cast<int64_t>(od) * a.OH + oh) * a.OW + ow;
+        T out[W];
+        store(out, v);
+        for (int k = 0; k < W; ++k) y[k * out_plane + o] = out[k];
+#if PL_MAX
+        for (int k = 0; k < W; ++k) idx[k * out_plane + o] = bi[k];
+#else
+        (void)idx;
+#endif
+      }
+}
+
 template <class T>
 __attribute__((noinline)) int pool_run(const PoolArgs& a) {
   const int64_t in_plane = static_cast<int64_t>(a.D) * a.H * a.W, out_plane = static_cast<int64_t>(a.OD) * a.OH * a.OW;
@@ -144,8 +214,13 @@ __attribute__((noinline)) int pool_run(const PoolArgs& a) {
   const int top = a.W - 1 + a.pW - span;
   const int hi = top < 0 ? 0 : pl_min(top / a.sW + 1, a.OW);
   const int lo = pl_min((a.pW + a.sW - 1) / a.sW, hi);
+  int64_t pl = 0;
+  if (hi - lo < ACROSS)
+    for (; pl + W <= a.planes; pl += W)
+      planes_run(a, static_cast<const T*>(a.x) + pl * in_plane, static_cast<T*>(a.y) + pl * out_plane,
+                 PL_MAX ? a.idx + pl * out_plane : nullptr, in_plane, out_plane);
   float buf[SPAN + W];
-  for (int64_t pl = 0; pl < a.planes; ++pl) {
+  for (; pl < a.planes; ++pl) {
     const T* x = static_cast<const T*>(a.x) + pl * in_plane;
     const auto ld = [x](int i) { return elem(x, i); };
     for (int od = 0; od < a.OD; ++od)

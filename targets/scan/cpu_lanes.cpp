@@ -44,6 +44,7 @@
 #include "../_common/cpu_common.h"  // inlined when forge loads the template (docs/STRATEGIES.md)
 #include "../_common/cpu_double_lanes.h"  // vd, widen, narrow, dsum: inlined when forge loads the template
 #include "../_common/scan_ops.h"    // the op table: SC_OP
+#include "../_common/cpu_transpose.h"  // transpose_block
 
 constexpr int ROWS = FORGE_P_ROWS;
 constexpr int C = FORGE_P_COLS;
@@ -80,28 +81,7 @@ void scan_rows(const T* x, TY* y, int64_t L) {
 constexpr int HR = W / 2;
 typedef int64_t vlh __attribute__((vector_size(W * 4)));  // HR lanes: vdh's shuffle masks
 
-// v[i][k] becomes v[k][i] (i, k < HR): each of log2(HR) rounds swaps the
-// off-diagonal H x H blocks of row pairs H apart.
-template <int H> __attribute__((always_inline)) inline void swap_blocks(vdh* v) {
-  vlh lo, hi;  // lane k of rows i and i + H, with (i & H) == 0
-#pragma GCC unroll 8
-  for (int k = 0; k < HR; ++k) {
-    lo[k] = (k & H) ? HR + k - H : k;
-    hi[k] = (k & H) ? HR + k : k + H;
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < HR; ++i)
-    if (!(i & H)) {
-      const vdh a = v[i], b = v[i + H];
-      v[i] = __builtin_shuffle(a, b, lo);
-      v[i + H] = __builtin_shuffle(a, b, hi);
-    }
-}
-__attribute__((always_inline)) inline void transpose(vdh* v) {
-  if constexpr (HR >= 8) swap_blocks<4>(v);
-  if constexpr (HR >= 4) swap_blocks<2>(v);
-  swap_blocks<1>(v);
-}
+inline void transpose(vdh* v) { transpose_block<vdh, vlh, HR>(v); }
 
 // HR rows of length L from x (rows L apart) to y, a tile per step: the HR
 // carries (one per row) advanced a column per vector op. The same order of
