@@ -100,6 +100,7 @@ OpInfo* make_op_info(const c10::OperatorName& on) {
   info->composite_explicit =
       handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
       handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
+  info->composite_implicit = handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
   info->autocast_cpu = handle->hasKernelForDispatchKey(c10::DispatchKey::AutocastCPU);
   info->autocast_cuda = handle->hasKernelForDispatchKey(c10::DispatchKey::AutocastCUDA);
   if (handle->hasSchema()) {

@@ -29,6 +29,7 @@ struct OpInfo {
   bool aten = false;
   bool kernel_cpu = false, kernel_cuda = false;  // real kernel for the backend key
   bool composite_explicit = false;               // CompositeExplicitAutograd[NonFunctional]
+  bool composite_implicit = false;               // CompositeImplicitAutograd
   bool autocast_cpu = false, autocast_cuda = false;
   bool is_view = false, is_alloc = false;
   std::vector<ArgKind> arg_kinds;

@@ -84,6 +84,7 @@ struct Extra {
   std::vector<PendingOp> pending;    // Tentative: nested views/allocs
   std::vector<Watched> watched;      // the sampled call's inputs before it (changes.h)
   std::vector<FlowInput> flow_in;    // Backend, Tentative: the tensor inputs (flows.h)
+  std::vector<c10::IValue> held;     // implicit: its inputs (a RecordFunction's are gone at its end)
 };
 
 struct Frame {
@@ -92,6 +93,11 @@ struct Frame {
   Role role = Role::Skip;
   bool outermost = false;
   bool dropped = false;     // Tentative: a nested op turned out to be the backend op
+  // Transparent CompositeImplicitAutograd op on the CPU, and what ran inside
+  // it: one that allocated and ran no kernel computed its output itself.
+  bool implicit = false;
+  bool nested_kernel = false;
+  bool nested_alloc = false;
   bool device_timed = false;
   int64_t t0 = 0;
   int64_t ov0 = 0;
@@ -102,6 +108,7 @@ struct Frame {
 struct ThreadState {
   std::vector<Frame> stack;
   std::vector<size_t> tentatives;  // indices of Tentative frames in stack
+  std::vector<size_t> implicits;   // indices of open implicit frames (Frame::implicit)
   int suppress = 0;                // open Backend / IgnorablePending frames
   int op_depth = 0;                // open op frames (not Skip)
   OpInfo* outer = nullptr;         // outermost op of the current chain
@@ -366,6 +373,16 @@ void start_backend(State& st, ThreadState& ts, Frame& f, const at::RecordFunctio
   if (std::strcmp(c.key, "CUDA") == 0) device_begin(st, f);
 }
 
+// What a classified op means for the implicit ops open around it: a kernel
+// (or a composite or foreign op, which is one or holds one) makes them
+// decompositions; an alloc is where one may put the output it computes.
+void note_inside_implicits(ThreadState& ts, Cls cls, const OpInfo& op) {
+  for (size_t i : ts.implicits) {
+    if (cls == Cls::Ignorable) ts.stack[i].nested_alloc |= op.is_alloc;
+    else ts.stack[i].nested_kernel = true;
+  }
+}
+
 void start_impl(State& st, ThreadState& ts, const at::RecordFunction& fn, int64_t t_in) {
   ts.stack.emplace_back();
   Frame& f = ts.stack.back();
@@ -390,7 +407,15 @@ void start_impl(State& st, ThreadState& ts, const at::RecordFunction& fn, int64_
   }
   f.role = Role::Transparent;
   Classified c = classify(*op, fn.inputs());
-  if (c.cls != Cls::Transparent) start_backend(st, ts, f, fn, c.cls, c);
+  if (c.cls != Cls::Transparent) {
+    note_inside_implicits(ts, c.cls, *op);
+    start_backend(st, ts, f, fn, c.cls, c);
+  } else if (op->composite_implicit && std::strcmp(c.key, "CPU") == 0) {
+    f.implicit = true;
+    f.x = std::make_unique<Extra>();
+    f.x->held.assign(fn.inputs().begin(), fn.inputs().end());
+    ts.implicits.push_back(ts.stack.size() - 1);
+  }
   if (g_debug) {
     static const char* roles[] = {"skip", "suppressed", "transparent", "backend", "pending", "tentative"};
     std::fprintf(stderr, "forge-capture: %*s%s [%s%s%s]\n", 2 * (ts.op_depth - 1), "", op->qualified.c_str(),
@@ -459,6 +484,42 @@ void note_changes(State& st, Frame& f) {
   f.entry->changed.insert(changed.begin(), changed.end());
 }
 
+// An implicit op that allocated and ran no kernel inside it (CPU max_pool1d
+// without autograd loops over the data itself): the backend op, recorded at
+// its end like a leaf tentative, its sample taken from the inputs held since
+// its start (it wrote only the output it allocated). Its nested allocs keep their own
+// entries, as they do under any transparent op.
+void commit_implicit_leaf(State& st, ThreadState& ts, Frame& f, int64_t ns) {
+  if (!f.rf || f.rf != t_ending) return;  // unwound without its own end: no outputs to read
+  const c10::ArrayRef<const c10::IValue> inputs(f.x->held.data(), f.x->held.size());
+  const Classified c = classify(*f.op, inputs);
+  Described d = describe(*f.op, inputs, true);
+  bool want_sample = false;
+  {
+    std::lock_guard<std::mutex> lk(st.mu);
+    f.entry = get_entry_locked(st, f.op, kind_name(Cls::Kernel, *f.op), c.key, d);
+    if (f.entry->sample_attempts < st.cfg.samples) {
+      f.entry->sample_attempts++;
+      want_sample = true;
+    }
+  }
+  if (want_sample) {
+    std::optional<Sample> s = take_sample(st, *f.op, inputs, /*snapshot=*/false);
+    if (s) {
+      commit_sample(st, f.entry, *s);
+    } else {
+      std::lock_guard<std::mutex> lk(st.mu);
+      f.entry->samples_dropped++;
+      st.samples_dropped++;
+    }
+  }
+  f.x->flow_in = flow_inputs(inputs);
+  std::lock_guard<std::mutex> lk(st.mu);
+  note_outputs_locked(f.entry, f.rf);
+  commit_call_locked(st, ts, f.entry, ns, d.requires_grad);
+  note_flow_safe(st, f);
+}
+
 void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
   if (f.role == Role::Skip) return;
   ts.op_depth--;
@@ -468,6 +529,7 @@ void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
     case Role::Suppressed:
       return;
     case Role::Transparent:
+      if (f.implicit && !f.nested_kernel && f.nested_alloc) commit_implicit_leaf(st, ts, f, ns);
       break;
     case Role::Backend: {
       ts.suppress--;
@@ -548,6 +610,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
         f.role != Role::Tentative) {
       ts->tentatives.pop_back();  // defensive: keep indices valid
     }
+    while (!ts->implicits.empty() && ts->implicits.back() >= ts->stack.size()) ts->implicits.pop_back();
     try {
       end_impl(*st, *ts, f, t_in);
     } catch (const std::exception& e) {

@@ -502,8 +502,7 @@ struct Loader {
         continue;
       }
       const std::string ns = op.substr(0, op.find("::"));  // aten, or forge_chain for a chain
-      auto lib = std::make_unique<torch::Library>(
-          torch::Library::IMPL, ns, cuda ? c10::DispatchKey::CUDA : c10::DispatchKey::CPU, "libforge.so", 0);
+      auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, ns, stock->override_key(), "libforge.so", 0);
       lib->impl(op.substr(op.find("::") + 2).c_str(),
                 torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Override>(op, std::move(*stock), entries)));
       libraries().push_back(std::move(lib));

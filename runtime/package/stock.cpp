@@ -9,13 +9,11 @@ std::optional<Stock> Stock::before_override(const c10::OperatorHandle& op, bool 
   const bool own = op.hasKernelForDispatchKey(key);
   const bool composite = op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
                          op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
-  if (!own && !composite) {
-    // A CompositeImplicitAutograd op (or one without this backend): the
-    // backend key never sees its calls, so an override there would not either.
-    if (why) *why = std::string("no ") + (cuda ? "CUDA" : "CPU") + " kernel to override (it decomposes into other ops)";
-    return std::nullopt;
-  }
-  return Stock(op, op.getComputedKernelForDispatchKey(key), key);
+  if (own || composite) return Stock(op, op.getComputedKernelForDispatchKey(key), key, key);
+  if (op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd))
+    return Stock(op, op.getComputedKernelForDispatchKey(key), key, c10::DispatchKey::CompositeImplicitAutograd);
+  if (why) *why = std::string("no ") + (cuda ? "CUDA" : "CPU") + " kernel and no composite to override";
+  return std::nullopt;
 }
 
 std::vector<c10::IValue> Stock::operator()(const std::vector<c10::IValue>& args) const {

@@ -4,26 +4,30 @@
  *   max_pool3d_with_indices    max and its index in the (D, H, W) volume
  *   avg_pool2d, avg_pool3d     window sum / (window size, its in-bounds part,
  *                              or divisor_override)
+ *   max_pool1d                 the max alone, over the last dim (CPU calls
+ *                              without autograd: the composite computes it)
  * Max: padding never wins, NaN does (the last NaN of the window, as stock),
  * ties give the first index; a window of -inf gives its first in-bounds index.
  * Avg: fp32 sums in (d, h, w) order, as the stock kernels add them.
- * Every op runs as 3D over [planes, D, H, W] (D = 1 in 2D).
+ * Every op runs as 3D over [planes, D, H, W] (D = 1 in 2D; D = H = 1 in 1D).
  * Which scalars each takes: pool_parse.h. */
 #define PL_max_pool2d_with_indices 1
 #define PL_max_pool3d_with_indices 2
 #define PL_avg_pool2d 3
 #define PL_avg_pool3d 4
+#define PL_max_pool1d 5
 #include "../_common/op_code.h"  // FORGE_OP_CODE
 
 #ifndef FORGE_P_OP
 #define FORGE_P_OP max_pool2d_with_indices
 #endif
 #define PL_OP FORGE_OP_CODE(PL_)
-#if PL_OP < PL_max_pool2d_with_indices || PL_OP > PL_avg_pool3d
+#if PL_OP < PL_max_pool2d_with_indices || PL_OP > PL_max_pool1d
 #error "FORGE_P_OP: not an op of the pooling table (targets/_common/pool_ops.h)"
 #endif
-#define PL_MAX (PL_OP <= PL_max_pool3d_with_indices)
-#define PL_SPATIAL (PL_OP == PL_max_pool3d_with_indices || PL_OP == PL_avg_pool3d ? 3 : 2)
+#define PL_MAX (PL_OP <= PL_max_pool3d_with_indices || PL_OP == PL_max_pool1d)
+#define PL_INDICES (PL_OP <= PL_max_pool3d_with_indices)  // a second output, the max's in-plane index
+#define PL_SPATIAL (PL_OP == PL_max_pool3d_with_indices || PL_OP == PL_avg_pool3d ? 3 : PL_OP == PL_max_pool1d ? 1 : 2)
 
 #ifdef __CUDACC__
 #define PL_HD __host__ __device__ __forceinline__

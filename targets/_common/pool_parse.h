@@ -1,5 +1,5 @@
 // A pooling call (targets/pool's op table) as [planes, D, H, W]:
-//   max_pool{2,3}d_with_indices(self, int[n] kernel_size,
+//   max_pool{2,3}d_with_indices, max_pool1d(self, int[n] kernel_size,
 //       int[n] stride (empty: the kernel), int[n] padding, int[n] dilation, bool ceil_mode)
 //   avg_pool{2,3}d(self, int[n] kernel_size, int[n] stride, int[n] padding,
 //       bool ceil_mode, bool count_include_pad, int? divisor_override)
@@ -34,7 +34,7 @@ inline bool pool_list(const forge_scalar& s, int n, int i, int64_t fallback, int
 inline int parse_pool(const forge_call* call, PoolArgs& a) {
   constexpr int n = PL_SPATIAL;
   constexpr int ns = PL_MAX ? 5 : 6;
-  constexpr int n_out = PL_MAX ? 2 : 1;
+  constexpr int n_out = PL_INDICES ? 2 : 1;
   if (!call || call->n_inputs != 1 || call->n_scalars != ns || call->n_outputs != n_out) return 1;
   const forge_tensor& x = call->inputs[0];
   const forge_scalar* s = call->scalars;
@@ -86,7 +86,7 @@ inline int parse_pool(const forge_call* call, PoolArgs& a) {
   };
   if (!out_ok(call->outputs[0]) || call->outputs[0].dtype != x.dtype) return 1;
   a.idx = nullptr;
-#if PL_MAX
+#if PL_INDICES
   if (!out_ok(call->outputs[1]) || call->outputs[1].dtype != FORGE_INT64) return 1;
   a.idx = static_cast<int64_t*>(call->outputs[1].data);
 #endif

@@ -1,12 +1,13 @@
 /* pool, CPU strategy "windows": one pooling op of the table in
  * targets/_common/pool_ops.h (FORGE_P_OP: max_pool2d_with_indices,
- * max_pool3d_with_indices, avg_pool2d, avg_pool3d).
+ * max_pool3d_with_indices, avg_pool2d, avg_pool3d, max_pool1d).
  *
  * Math: pool_ops.h's pool_one per output: the max (and its in-plane index) or
  * the average of each window, with stride, padding, dilation (max), ceil_mode,
  * count_include_pad and divisor_override (avg), as the stock kernels define them.
  * Ops: aten::max_pool2d_with_indices, max_pool3d_with_indices, avg_pool2d,
- * avg_pool3d (1D pooling on CUDA and 1D average pooling are the 2D ops); float32/bfloat16/float16 values, int64 indices.
+ * avg_pool3d, max_pool1d (1D pooling on CUDA and 1D average pooling are the
+ * 2D ops); float32/bfloat16/float16 values, int64 indices.
  * Shapes: [N, C, spatial...] or [C, spatial...], contiguous (NCHW / NCDHW).
  *
  * Assumptions, checked at run time (nonzero return = the package falls back):
@@ -105,46 +106,90 @@ inline Rows rows_of(const PoolArgs& a, int od, int oh) {
   return r;
 }
 
-// Outputs [lo, hi) of a row whose windows lie inside [0, W) along W: W
-// neighbouring outputs per vector, the window walked in stock's (d, h, w)
-// order. Values into buf (buf[0] is output lo), indices into idx.
-template <class T>
-void interior_run(const PoolArgs& a, const T* x, int64_t in_plane, const Rows& r, int lo, int hi, float* buf,
-                  int64_t* idx) {
+// U vectors of neighbouring outputs from output ow (the last vector's first
+// n of them) of a row whose windows lie inside [0, W) along W, the window
+// walked in stock's (d, h, w) order. The U vectors' compare (or add) chains
+// are independent, so their latencies overlap. Values into buf (buf[0] is
+// output ow), indices into idx.
+template <int U, bool UNIT, class T>
+inline void interior_vectors(const PoolArgs& a, const T* x, int64_t in_plane, const Rows& r, int ow, int n,
+                             float* buf, int64_t* idx) {
   const int step = PL_MAX ? a.dW : 1;
-  for (int ow = lo; ow < hi; ow += W) {
-    const int n = hi - ow < W ? hi - ow : W;
-    const int w0 = ow * a.sW - a.pW;
+  const int w0 = ow * a.sW - a.pW;
+  vf acc[U];
 #if PL_MAX
-    vf best = splat(-INFINITY);
-    vi bi = iota() * a.sW + ((r.d0 * a.H + r.h0) * a.W + w0);
+  vi bi[U];   // with indices
+  vf nanv[U]; // without: the last NaN seen, else 0
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u) {
+    acc[u] = splat(-INFINITY);
+    bi[u] = iota() * a.sW + ((r.d0 * a.H + r.h0) * a.W + w0 + u * W * a.sW);
+    nanv[u] = splat(0.0f);
+  }
 #else
-    vf sum = splat(0.0f);
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u) acc[u] = splat(0.0f);
 #endif
-    for (int d = r.d0; d < r.d1; d += r.sd)
-      for (int h = r.h0; h < r.h1; h += r.sh) {
-        const int row = (d * a.H + h) * a.W;
-        for (int kw = 0; kw < a.kW; ++kw) {
-          const int at = row + w0 + kw * step;
-          const vf v = load_step(x + at, a.sW, n, in_plane - at);
-#if PL_MAX
-          const vi take = (v > best) | (v != v);
-          best = take ? v : best;
-          bi = take ? iota() * a.sW + at : bi;
+  for (int d = r.d0; d < r.d1; d += r.sd)
+    for (int h = r.h0; h < r.h1; h += r.sh) {
+      const int row = (d * a.H + h) * a.W;
+      for (int kw = 0; kw < a.kW; ++kw) {
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) {
+          const int at = row + w0 + kw * step + u * W * a.sW;
+          const int m = u == U - 1 ? n : W;
+          const vf v = UNIT && m == W ? load(x + at) : load_step(x + at, a.sW, m, in_plane - at);
+#if PL_INDICES
+          const vi take = (v > acc[u]) | (v != v);
+          acc[u] = take ? v : acc[u];
+          bi[u] = take ? iota() * a.sW + at : bi[u];
+#elif PL_MAX
+          // The max alone: one maxps (ties and NaN keep acc), NaNs kept
+          // aside; the same value as the compare above gives, NaN included.
+          acc[u] = v > acc[u] ? v : acc[u];
+          nanv[u] = v != v ? v : nanv[u];
 #else
-          sum += v;
+          acc[u] += v;
 #endif
         }
       }
-#if PL_MAX
-    store_part(buf + (ow - lo), best, n);
-    if (idx)
-      for (int k = 0; k < n; ++k) idx[ow - lo + k] = bi[k];
-#else
-    const int64_t div = a.divisor ? a.divisor : (a.count_include_pad ? r.pool_dh : r.count_dh) * a.kW;
-    store_part(buf + (ow - lo), sum / splat(static_cast<float>(div)), n);
+    }
+#if !PL_MAX
+  const int64_t div = a.divisor ? a.divisor : (a.count_include_pad ? r.pool_dh : r.count_dh) * a.kW;
+  const vf dv = splat(static_cast<float>(div));
 #endif
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u) {
+    const int m = u == U - 1 ? n : W;
+#if PL_MAX
+    const vf v = PL_INDICES ? acc[u] : (nanv[u] != nanv[u] ? nanv[u] : acc[u]);
+    if (idx)
+      for (int k = 0; k < m; ++k) idx[u * W + k] = bi[u][k];
+#else
+    const vf v = acc[u] / dv;
+#endif
+    if (m == W) store(buf + u * W, v);  // buf has room for a whole vector past its last output
+    else store_part(buf + u * W, v, m);
   }
+}
+
+// Outputs [lo, hi) of a row whose windows lie inside [0, W) along W: four
+// vectors of them at a time, then one. UNIT: stride 1 (plain vector loads).
+template <bool UNIT, class T>
+void interior_outputs(const PoolArgs& a, const T* x, int64_t in_plane, const Rows& r, int lo, int hi, float* buf,
+                      int64_t* idx) {
+  int ow = lo;
+  for (; ow + 4 * W <= hi; ow += 4 * W)
+    interior_vectors<4, UNIT>(a, x, in_plane, r, ow, W, buf + (ow - lo), idx ? idx + (ow - lo) : nullptr);
+  for (; ow < hi; ow += W)
+    interior_vectors<1, UNIT>(a, x, in_plane, r, ow, hi - ow < W ? hi - ow : W, buf + (ow - lo),
+                              idx ? idx + (ow - lo) : nullptr);
+}
+template <class T>
+void interior_run(const PoolArgs& a, const T* x, int64_t in_plane, const Rows& r, int lo, int hi, float* buf,
+                  int64_t* idx) {
+  if (a.sW == 1) interior_outputs<true>(a, x, in_plane, r, lo, hi, buf, idx);
+  else interior_outputs<false>(a, x, in_plane, r, lo, hi, buf, idx);
 }
 
 // Planes [0, W) from x (in_plane apart) into y (out_plane apart), a plane per
@@ -182,7 +227,7 @@ void planes_run(const PoolArgs& a, const T* x, T* y, int64_t* idx, int64_t in_pl
 #if PL_MAX
                 const vi take = (m[c] > best) | (m[c] != m[c]);
                 best = take ? m[c] : best;
-                bi = take ? vi{} + (at + c * step) : bi;
+                if constexpr (PL_INDICES) bi = take ? vi{} + (at + c * step) : bi;
 #else
                 sum += m[c];
 #endif
@@ -198,7 +243,7 @@ void planes_run(const PoolArgs& a, const T* x, T* y, int64_t* idx, int64_t in_pl
         T out[W];
         store(out, v);
         for (int k = 0; k < W; ++k) y[k * out_plane + o] = out[k];
-#if PL_MAX
+#if PL_INDICES
         for (int k = 0; k < W; ++k) idx[k * out_plane + o] = bi[k];
 #else
         (void)idx;
@@ -218,7 +263,7 @@ __attribute__((noinline)) int pool_run(const PoolArgs& a) {
   if (hi - lo < ACROSS)
     for (; pl + W <= a.planes; pl += W)
       planes_run(a, static_cast<const T*>(a.x) + pl * in_plane, static_cast<T*>(a.y) + pl * out_plane,
-                 PL_MAX ? a.idx + pl * out_plane : nullptr, in_plane, out_plane);
+                 PL_INDICES ? a.idx + pl * out_plane : nullptr, in_plane, out_plane);
   float buf[SPAN + W];
   for (; pl < a.planes; ++pl) {
     const T* x = static_cast<const T*>(a.x) + pl * in_plane;
@@ -235,13 +280,13 @@ __attribute__((noinline)) int pool_run(const PoolArgs& a) {
           const int vhi = vector ? pl_max(pl_min(hi, c0 + n), vlo) : c0 + n;
           for (int ow = c0; ow < c0 + n; ++ow) {
             if (ow == vlo && vlo < vhi) {
-              interior_run(a, x, in_plane, r, vlo, vhi, buf + (vlo - c0), PL_MAX ? a.idx + row + vlo : nullptr);
+              interior_run(a, x, in_plane, r, vlo, vhi, buf + (vlo - c0), PL_INDICES ? a.idx + row + vlo : nullptr);
               ow = vhi - 1;
               continue;
             }
             int64_t index;
             buf[ow - c0] = pool_one(a, ld, od, oh, ow, &index);
-            if constexpr (PL_MAX) a.idx[row + ow] = index;
+            if constexpr (PL_INDICES) a.idx[row + ow] = index;
           }
           int k = 0;
           for (; k + W <= n; k += W) store(y + c0 + k, load(buf + k));

@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(BLOCK) pool_windows(PoolArgs a, I threads) {
       if (ow0 + k < a.OW) {
         int64_t index;
         y[k] = Io<T>::from(pool_one(a, ld, od, oh, ow0 + k, &index));
-        if constexpr (PL_MAX) a.idx[out + k] = index;
+        if constexpr (PL_INDICES) a.idx[out + k] = index;
       }
     }
   }

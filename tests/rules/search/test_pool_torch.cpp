@@ -17,13 +17,13 @@ using nlohmann::json;
 
 TEST_SUITE_BEGIN("rules::Pool");
 
-TEST_CASE("the pooling template verifies max (with indices) and average pooling in 2D, 3D and 1D (average)") {
+TEST_CASE("the pooling template verifies max (with indices) and average pooling in 2D, 3D and 1D") {
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
   json r = test::build_library_script("pool", dir);
   std::multiset<std::string> verified;
   const std::set<std::string> pools = {"max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool2d",
-                                       "avg_pool3d"};
+                                       "avg_pool3d", "max_pool1d"};
   for (const auto& t : r["targets"]) {
     const std::string op = t["op"];
     if (!pools.count(op)) continue;  // the bf16 conversion
@@ -33,9 +33,11 @@ TEST_CASE("the pooling template verifies max (with indices) and average pooling 
     if (t["verified"].get<int>() == 1) verified.insert(op);
   }
   // Padding, ceil_mode, dilation and bf16 (2D max); count_include_pad,
-  // divisor_override and the 1D form (2D average).
+  // divisor_override, the 1D form and a 9 x 9 window on a 20 x 22 plane (2D
+  // average); 1D max with dilation, and with one output per 7 inputs.
   CHECK(verified.count("max_pool2d_with_indices") == 4);
-  CHECK(verified.count("avg_pool2d") == 3);
+  CHECK(verified.count("avg_pool2d") == 4);
+  CHECK(verified.count("max_pool1d") == 2);
   for (const std::string op : {"max_pool3d_with_indices", "avg_pool3d"}) CHECK_MESSAGE(verified.count(op) == 1, op);
 }
 

@@ -91,6 +91,34 @@ with torch.no_grad():
 print("RESULT " + json.dumps(out))
 )";
 
+// CPU max_pool1d computes inside its CompositeImplicitAutograd kernel when no
+// autograd is needed: the override takes that key (runtime/package/stock.h).
+// Each call's result against max_pool2d's (another op) on the same windows.
+const char* kComposite = R"(import json, os, sys, torch
+import torch.nn.functional as F
+torch.set_num_threads(1)
+torch.ops.load_library(os.path.join(sys.argv[1], "libforge.so"))
+torch.manual_seed(0)
+x = torch.randn(2, 4, 16)
+pool = lambda t: F.max_pool1d(t, 2)
+ref = lambda t: F.max_pool2d(t.unsqueeze(-2), (1, 2)).squeeze(-2)
+forged = lambda y: bool((y == 42).all())
+out = {}
+with torch.no_grad():
+    out["no_grad"] = forged(pool(x))
+    out["other shape"] = torch.equal(pool(x[:, :, :10]), ref(x[:, :, :10]))
+    out["compiled"] = torch.equal(torch.compile(pool)(x), ref(x))
+    out["vmap"] = torch.equal(torch.vmap(pool)(x.unsqueeze(0).expand(3, -1, -1, -1)), ref(x).expand(3, -1, -1, -1))
+    out["meta"] = pool(x.to("meta")).shape == ref(x).shape
+g, h = x.clone().requires_grad_(), x.clone().requires_grad_()
+y = pool(g)
+y.sum().backward()
+ref(h).sum().backward()
+out["grad values"] = torch.equal(y.detach(), ref(x))
+out["grad"] = torch.equal(g.grad, h.grad)
+print("RESULT " + json.dumps(out))
+)";
+
 }  // namespace
 
 TEST_SUITE_BEGIN("runtime::PackageGuardTorch");
@@ -159,6 +187,59 @@ TEST_CASE("compile.py routes exactly the calls libforge.so's override takes: one
     if (got[name].contains("symbolic")) CHECK(got[name]["symbolic"].get<bool>() == inside);
   }
   CHECK(got["two threads"]["verdict"] == 2);  // inside but for the thread count
+}
+
+TEST_CASE("an op computed inside its CompositeImplicitAutograd kernel is overridden there, plain calls only") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  std::string why;
+  const fs::path lib = test::package_library(&why);
+  REQUIRE_MESSAGE(!lib.empty(), why);
+  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
+  test::TempDir dir;
+  const fs::path pkg = dir / "package";
+  fs::create_directories(pkg / "kernels");
+  fs::copy_file(lib, pkg / "libforge.so");
+  test::write_text(dir / "k.c", kKernel);
+  const std::string cc = "cc -shared -fPIC -O1 -I'" + (repo / "runtime" / "abi").string() + "' '" +
+                         (dir / "k.c").string() + "' -o '" + (pkg / "kernels" / "k.so").string() + "'";
+  REQUIRE(std::system(cc.c_str()) == 0);
+  // max_pool1d(self, kernel_size, stride, padding, dilation, ceil_mode) on [2, 4, 16].
+  const json entry = {
+      {"target", "app/max_pool1d"},
+      {"op", "aten::max_pool1d"},
+      {"overload", ""},
+      {"args", {{{"type", "Tensor"}, {"dtype", "float32"}, {"device", "cpu"}, {"sizes", {2, 4, 16}}, {"strides", {64, 16, 1}}},
+                {{"type", "int[]"}, {"value", {2}}},
+                {{"type", "int[]"}, {"value", json::array()}},
+                {{"type", "int[]"}, {"value", {0}}},
+                {{"type", "int[]"}, {"value", {1}}},
+                {{"type", "bool"}, {"value", false}}}},
+      {"outputs", {{{"type", "Tensor"}, {"dtype", "float32"}, {"sizes", {2, 4, 8}}, {"strides", {32, 8, 1}}}}},
+      {"vary", json::array()},
+      {"pins", json::array()},
+      {"contiguous", true},
+      {"vary_outputs", json::array()},
+      {"stock_threads", 1},
+      {"kernel", "kernels/k.so"},
+      {"under_compile", "inductor"}};
+  test::write_text(pkg / "package.json", json{{"backend", "cpu"}, {"entries", {entry}}}.dump(1));
+  test::write_text(dir / "composite.py", kComposite);
+  const fs::path out = dir / "out.txt";
+  const std::string cmd = "cd '" + dir.path().string() + "' && TORCHINDUCTOR_CACHE_DIR='" +
+                          (dir / "inductor").string() + "' '" + (repo / ".venv/bin/python").string() +
+                          "' composite.py '" + pkg.string() + "' > '" + out.string() + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const std::string text = test::read_text(out);
+  INFO(text);
+  REQUIRE(rc == 0);
+  const auto at = text.find("RESULT ");
+  REQUIRE(at != std::string::npos);
+  const json got = json::parse(text.substr(at + 7, text.find('\n', at) - at - 7));
+  // A plain call in the signature runs the kernel (42s); every other call runs
+  // the composite, which decomposes for autograd, tracing (FakeTensor), vmap
+  // and meta tensors as it did before the override.
+  for (const char* k : {"no_grad", "other shape", "compiled", "vmap", "meta", "grad values", "grad"})
+    CHECK_MESSAGE(got.value(k, false), k);
 }
 
 TEST_SUITE_END();
