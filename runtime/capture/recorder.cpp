@@ -491,6 +491,7 @@ void note_changes(State& st, Frame& f) {
 // entries, as they do under any transparent op.
 void commit_implicit_leaf(State& st, ThreadState& ts, Frame& f, int64_t ns) {
   if (!f.rf || f.rf != t_ending) return;  // unwound without its own end: no outputs to read
+  drop_open_tentatives(ts);  // a composite open around it decomposes into it
   const c10::ArrayRef<const c10::IValue> inputs(f.x->held.data(), f.x->held.size());
   const Classified c = classify(*f.op, inputs);
   Described d = describe(*f.op, inputs, true);
