@@ -21,11 +21,6 @@ build instead of once per target. The result object:
    "best_mode": "default", "compile_us": {...the best mode's...},
    "traced_as": [{"op", "overload", "args"}...], "traced_as_problem": "..."}
 
-On the CPU the compiled times are the op's own: each less "host_overhead_us", what
-Dynamo's guards and wrappers add to a call (the same function compiled with the
-eager backend, less eager), which a forge op routed into the graph pays as well.
-On CUDA a spin ahead of each call hides host time ("host_cover_us", Timer).
-
 A chain target's request carries "chain" (its definition, rules/capture/chain_target.h)
 instead of op and overload: args are the chain's inputs, and the function timed and
 compiled runs the chain's ATen ops one by one (chain_function), which Inductor fuses.
@@ -340,39 +335,22 @@ def measure(req):
                 out["modes"][mode] = {"error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300])}
                 continue
             compile_seconds = time.perf_counter() - t0
-            # On the CPU no spin hides host time: a compiled call also pays Dynamo's
-            # guards and wrappers (tens of microseconds), which a forge op inside the
-            # same graph pays too. The same function through Dynamo with the eager
-            # backend measures that cost; it is taken off Inductor's times.
-            dynamo = None if timer.cuda else torch.compile(eager, backend="eager", dynamic=False, fullgraph=True)
-            if dynamo is not None:
-                dynamo()
             for _ in range(warmup):
                 timer.time_us(eager)
                 timer.time_us(fn)
-                if dynamo is not None:
-                    timer.time_us(dynamo)
             timer.cover_host_time([eager, fn])
-            ct, et, dt = [], [], []
+            ct = []
             t_start = time.perf_counter()
             while len(ct) < reps or time.perf_counter() - t_start < min_seconds:
                 if len(ct) % 2 == 0:
-                    et.append(timer.time_us(eager))
+                    eager_times.append(timer.time_us(eager))
                     ct.append(timer.time_us(fn))
                 else:
                     ct.append(timer.time_us(fn))
-                    et.append(timer.time_us(eager))
-                if dynamo is not None:
-                    dt.append(timer.time_us(dynamo))
+                    eager_times.append(timer.time_us(eager))
                 if time.perf_counter() - t_start > float(bench.get("max_seconds", 10)):
                     break
-            eager_times += et
-            result = {}
-            if dt:
-                overhead = max(0.0, statistics.median(dt) - statistics.median(et))
-                ct = [max(c - overhead, 0.05 * c) for c in ct]
-                result["host_overhead_us"] = overhead
-            out["modes"][mode] = dict(summary(ct), compile_seconds=compile_seconds, **result)
+            out["modes"][mode] = dict(summary(ct), compile_seconds=compile_seconds)
     timed = {m: r for m, r in out["modes"].items() if "median" in r}
     if not timed:
         out.update(ok=False, error="; ".join("%s: %s" % (m, r["error"]) for m, r in out["modes"].items()))
@@ -383,8 +361,6 @@ def measure(req):
         out["eager_us"] = summary(eager_times)
         if timer.cuda:
             out["host_cover_us"] = timer.spin_us  # the spin ahead of each timed call
-        elif "host_overhead_us" in timed[best]:
-            out["host_overhead_us"] = timed[best]["host_overhead_us"]  # taken off each compiled time
     return out
 
 
