@@ -93,8 +93,9 @@ struct Frame {
   Role role = Role::Skip;
   bool outermost = false;
   bool dropped = false;     // Tentative: a nested op turned out to be the backend op
-  // Transparent CompositeImplicitAutograd op on the CPU, and what ran inside
-  // it: one that allocated and ran no kernel computed its output itself.
+  // Transparent CompositeImplicitAutograd aten op on the CPU (no view, alloc
+  // or written argument), and what ran inside it: one that allocated and ran
+  // no kernel computed its output itself.
   bool implicit = false;
   bool nested_kernel = false;
   bool nested_alloc = false;
@@ -410,7 +411,8 @@ void start_impl(State& st, ThreadState& ts, const at::RecordFunction& fn, int64_
   if (c.cls != Cls::Transparent) {
     note_inside_implicits(ts, c.cls, *op);
     start_backend(st, ts, f, fn, c.cls, c);
-  } else if (op->composite_implicit && std::strcmp(c.key, "CPU") == 0) {
+  } else if (op->aten && op->composite_implicit && !op->is_view && !op->is_alloc && op->write_args.empty() &&
+             std::strcmp(c.key, "CPU") == 0) {
     f.implicit = true;
     f.x = std::make_unique<Extra>();
     f.x->held.assign(fn.inputs().begin(), fn.inputs().end());
@@ -492,6 +494,7 @@ void note_changes(State& st, Frame& f) {
 void commit_implicit_leaf(State& st, ThreadState& ts, Frame& f, int64_t ns) {
   if (!f.rf || f.rf != t_ending) return;  // unwound without its own end: no outputs to read
   drop_open_tentatives(ts);  // a composite open around it decomposes into it
+  for (size_t i : ts.implicits) ts.stack[i].nested_kernel = true;  // and so does an implicit one
   const c10::ArrayRef<const c10::IValue> inputs(f.x->held.data(), f.x->held.size());
   const Classified c = classify(*f.op, inputs);
   Described d = describe(*f.op, inputs, true);

@@ -30,22 +30,16 @@ Guard parse_guard(const json& j, bool cuda, std::string* bound_problem) {
   return g;
 }
 
-namespace {
-
-// A dense tensor whose calls reach the backend kernels as they are. Not: a
-// Python subclass (the FakeTensor and FunctionalTensor torch.compile traces
-// with), functionalization's or vmap's wrappers, a lazy conjugate or
-// negation, a meta or non-strided tensor. An override at the CPU/CUDA key
-// never sees one; one at the CompositeImplicitAutograd key (stock.h) does.
-bool plain(const at::Tensor& t) {
+bool plain_tensor(const at::Tensor& t) {
   static const c10::DispatchKeySet wrapped({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
                                             c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
-                                            c10::DispatchKey::FuncTorchGradWrapper, c10::DispatchKey::Conjugate,
-                                            c10::DispatchKey::Negative, c10::DispatchKey::ZeroTensor});
-  return t.layout() == c10::kStrided && !t.is_meta() && !t.key_set().has_any(wrapped);
+                                            c10::DispatchKey::Batched, c10::DispatchKey::BatchedNestedTensor,
+                                            c10::DispatchKey::FuncTorchGradWrapper,
+                                            c10::DispatchKey::Conjugate, c10::DispatchKey::Negative,
+                                            c10::DispatchKey::ZeroTensor});
+  return t.layout() == c10::kStrided && !t.is_meta() && !t.is_nested() && !t.key_set().has_any(wrapped) &&
+         !t._fw_grad(0).defined();
 }
-
-}  // namespace
 
 CallArg describe(const c10::IValue& v, c10::SmallVectorImpl<int64_t>& ints) {
   CallArg a;
@@ -55,7 +49,7 @@ CallArg describe(const c10::IValue& v, c10::SmallVectorImpl<int64_t>& ints) {
       a.kind = CallKind::None;
       return a;
     }
-    if (!plain(t)) return a;  // CallKind::Other: matches no captured argument
+    if (!plain_tensor(t)) return a;  // CallKind::Other: matches no captured argument
     a.kind = CallKind::Tensor;
     a.dtype = t.scalar_type();
     a.cuda = t.is_cuda();

@@ -62,6 +62,14 @@ struct CallArg {
   std::string_view text;          // Str
 };
 
+// A dense tensor whose calls reach the backend kernels as they are. Not: a
+// Python subclass (the FakeTensor and FunctionalTensor torch.compile traces
+// with), functionalization's or vmap's wrappers, a lazy conjugate or
+// negation, a meta, nested or non-strided tensor, a forward-AD dual. An
+// override at the CPU/CUDA key never sees one; one at the
+// CompositeImplicitAutograd key (stock.h) does, and sends it to the composite.
+bool plain_tensor(const at::Tensor& t);
+
 // An eager call's argument; an int list is copied into `ints` (reused across
 // arguments: it holds one list at a time).
 CallArg describe(const c10::IValue& v, c10::SmallVectorImpl<int64_t>& ints);

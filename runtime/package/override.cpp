@@ -4,7 +4,8 @@
 // package` puts a copy next to package.json and the kernels' own .so files.
 // Loading it (torch.ops.load_library, forge run, or linking) reads
 // package.json beside it and registers, per overridden op, one boxed kernel at
-// aten's CPU or CUDA key (a chain's forge_chain op is defined here first, its
+// aten's CPU or CUDA key, or at the CompositeImplicitAutograd key of an op
+// computed inside its composite (stock.h) (a chain's forge_chain op is defined here first, its
 // ATen ops one by one as its stock kernel: docs/PACKAGE.md, "Module forwards"). That kernel tries each forged entry's guard (guard.h:
 // the signature family the kernel was verified for, its varied dims no larger
 // than the worker verified, runtime/common/signature_family.h; the same code
@@ -331,14 +332,24 @@ void check_against_stock(Entry& e, const std::vector<at::Tensor>& outs,
 
 class Override : public c10::OperatorKernel {
  public:
-  Override(std::string op, Stock stock, std::vector<Entry*> entries)
+  Override(std::string op, Stock stock, std::vector<Entry*> entries, bool cuda)
       : m_op(std::move(op)), m_seed(op_seed(m_op)), m_stock(std::move(stock)), m_entries(std::move(entries)),
-        m_check(std::getenv("FORGE_PACKAGE_CHECK") && std::string(std::getenv("FORGE_PACKAGE_CHECK")) == "1") {}
+        m_check(std::getenv("FORGE_PACKAGE_CHECK") && std::string(std::getenv("FORGE_PACKAGE_CHECK")) == "1"),
+        m_device(cuda ? c10::DeviceType::CUDA : c10::DeviceType::CPU),
+        m_composite(m_stock.override_key() == c10::DispatchKey::CompositeImplicitAutograd) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     if (tracing()) trace("enter", m_op + " stack " + std::to_string(stack->size()));
     const size_t n = op.schema().arguments().size();
     auto args = torch::jit::last(*stack, n);
+    if (m_composite && !reaches_kernels(args)) {
+      // Tracing, vmap, autograd's forward mode, another device: the composite,
+      // not counted as a fallback (a traced tensor's sizes may be symbolic).
+      std::vector<c10::IValue> outs = m_stock(std::vector<c10::IValue>(args.begin(), args.end()));
+      torch::jit::drop(*stack, n);
+      for (auto& v : outs) torch::jit::push(*stack, std::move(v));
+      return;
+    }
     if (tracing()) trace("args", call_signature(args));
     std::vector<int64_t> extent;
     Entry* thread_bound = nullptr;  // the first entry that matched but for the thread count
@@ -387,11 +398,26 @@ class Override : public c10::OperatorKernel {
   }
 
  private:
+  // Whether every tensor argument is plain (guard.h) and on the package's
+  // device: the only calls a kernel may take. At the CPU/CUDA key all are.
+  bool reaches_kernels(c10::ArrayRef<c10::IValue> args) const {
+    auto ok = [&](const at::Tensor& t) { return !t.defined() || (plain_tensor(t) && t.device().type() == m_device); };
+    for (const auto& v : args) {
+      if (v.isTensor() && !ok(v.toTensor())) return false;
+      if (v.isTensorList())
+        for (const at::Tensor& t : v.toTensorList().vec())
+          if (!ok(t)) return false;
+    }
+    return true;
+  }
+
   std::string m_op;
   uint64_t m_seed;  // fallback_key's hash of m_op
   Stock m_stock;
   std::vector<Entry*> m_entries;
   bool m_check;
+  c10::DeviceType m_device;  // the package's backend
+  bool m_composite;          // registered at CompositeImplicitAutograd (stock.h): every call arrives
 };
 
 std::unique_ptr<Entry> load_entry(const json& j, const fs::path& dir, bool cuda) {
@@ -504,7 +530,7 @@ struct Loader {
       const std::string ns = op.substr(0, op.find("::"));  // aten, or forge_chain for a chain
       auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, ns, stock->override_key(), "libforge.so", 0);
       lib->impl(op.substr(op.find("::") + 2).c_str(),
-                torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Override>(op, std::move(*stock), entries)));
+                torch::CppFunction::makeFromBoxedFunctor(std::make_unique<Override>(op, std::move(*stock), entries, cuda)));
       libraries().push_back(std::move(lib));
     }
     std::atexit(write_report);

@@ -10,8 +10,16 @@ std::optional<Stock> Stock::before_override(const c10::OperatorHandle& op, bool 
   const bool composite = op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
                          op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
   if (own || composite) return Stock(op, op.getComputedKernelForDispatchKey(key), key, key);
-  if (op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd))
+  if (op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
+    // Above autograd a kernel that writes an argument would bypass its version
+    // counter and view updates: such ops are never captured as leaves.
+    for (const auto& a : op.schema().arguments())
+      if (a.alias_info() && a.alias_info()->isWrite()) {
+        if (why) *why = "a composite that writes its argument `" + a.name() + "`";
+        return std::nullopt;
+      }
     return Stock(op, op.getComputedKernelForDispatchKey(key), key, c10::DispatchKey::CompositeImplicitAutograd);
+  }
   if (why) *why = std::string("no ") + (cuda ? "CUDA" : "CPU") + " kernel and no composite to override";
   return std::nullopt;
 }

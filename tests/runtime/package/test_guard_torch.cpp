@@ -108,6 +108,7 @@ with torch.no_grad():
     out["no_grad"] = forged(pool(x))
     out["other shape"] = torch.equal(pool(x[:, :, :10]), ref(x[:, :, :10]))
     out["compiled"] = torch.equal(torch.compile(pool)(x), ref(x))
+    out["compiled, dynamic"] = torch.equal(torch.compile(pool, dynamic=True)(x[:, :, :12]), ref(x[:, :, :12]))
     out["vmap"] = torch.equal(torch.vmap(pool)(x.unsqueeze(0).expand(3, -1, -1, -1)), ref(x).expand(3, -1, -1, -1))
     out["meta"] = pool(x.to("meta")).shape == ref(x).shape
 g, h = x.clone().requires_grad_(), x.clone().requires_grad_()
@@ -116,8 +117,54 @@ y.sum().backward()
 ref(h).sum().backward()
 out["grad values"] = torch.equal(y.detach(), ref(x))
 out["grad"] = torch.equal(g.grad, h.grad)
+import torch.autograd.forward_ad as fwAD
+t = torch.randn_like(x)
+with fwAD.dual_level():
+    tangent = lambda f: fwAD.unpack_dual(f(fwAD.make_dual(x, t))).tangent
+    out["forward AD"] = torch.equal(tangent(pool), tangent(ref))
 print("RESULT " + json.dumps(out))
 )";
+
+const fs::path kRepo = fs::path(FORGE_TEST_DIR).parent_path();
+
+// dir/package as forge run loads it: libforge.so, the 42 kernel, and a
+// package.json with the one CPU entry.
+fs::path package_with(const test::TempDir& dir, const json& entry) {
+  std::string why;
+  const fs::path lib = test::package_library(&why);
+  REQUIRE_MESSAGE(!lib.empty(), why);
+  const fs::path pkg = dir / "package";
+  fs::create_directories(pkg / "kernels");
+  fs::copy_file(lib, pkg / "libforge.so");
+  test::write_text(dir / "k.c", kKernel);
+  const std::string cc = "cc -shared -fPIC -O1 -I'" + (kRepo / "runtime" / "abi").string() + "' '" +
+                         (dir / "k.c").string() + "' -o '" + (pkg / "kernels" / "k.so").string() + "'";
+  REQUIRE(std::system(cc.c_str()) == 0);
+  test::write_text(pkg / "package.json", json{{"backend", "cpu"}, {"entries", {entry}}}.dump(1));
+  return pkg;
+}
+
+// Runs `script` with the venv's python and `args` in dir; REQUIREs exit 0 and
+// returns its output.
+std::string run_script(const test::TempDir& dir, const char* script, const std::string& args) {
+  test::write_text(dir / "script.py", script);
+  const fs::path out = dir / "out.txt";
+  const std::string cmd = "cd '" + dir.path().string() + "' && TORCHINDUCTOR_CACHE_DIR='" +
+                          (dir / "inductor").string() + "' '" + (kRepo / ".venv/bin/python").string() +
+                          "' script.py " + args + " > '" + out.string() + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const std::string text = test::read_text(out);
+  INFO(text);
+  REQUIRE(rc == 0);
+  return text;
+}
+
+// The JSON the script printed after "RESULT ".
+json result_of(const std::string& text) {
+  const auto at = text.find("RESULT ");
+  REQUIRE_MESSAGE(at != std::string::npos, text);
+  return json::parse(text.substr(at + 7, text.find('\n', at) - at - 7));
+}
 
 }  // namespace
 
@@ -125,18 +172,7 @@ TEST_SUITE_BEGIN("runtime::PackageGuardTorch");
 
 TEST_CASE("compile.py routes exactly the calls libforge.so's override takes: one guard, in C++") {
   FORGE_SKIP_WITHOUT_TORCH();
-  std::string why;
-  const fs::path lib = test::package_library(&why);
-  REQUIRE_MESSAGE(!lib.empty(), why);
-  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
   test::TempDir dir;
-  const fs::path pkg = dir / "package";
-  fs::create_directories(pkg / "kernels");
-  fs::copy_file(lib, pkg / "libforge.so");
-  test::write_text(dir / "k.c", kKernel);
-  const std::string cc = "cc -shared -fPIC -O1 -I'" + (repo / "runtime" / "abi").string() + "' '" +
-                         (dir / "k.c").string() + "' -o '" + (pkg / "kernels" / "k.so").string() + "'";
-  REQUIRE(std::system(cc.c_str()) == 0);
   // _softmax(self, dim, half_to_float) on [N, 8] float32 rows, N varying up
   // to the verified 6, a CPU kernel that beat stock at one thread.
   const json entry = {
@@ -155,20 +191,10 @@ TEST_CASE("compile.py routes exactly the calls libforge.so's override takes: one
       {"stock_threads", 1},
       {"kernel", "kernels/k.so"},
       {"under_compile", "forge"}};
-  test::write_text(pkg / "package.json", json{{"backend", "cpu"}, {"entries", {entry}}}.dump(1));
-  test::write_text(dir / "agree.py", kAgree);
-  const fs::path out = dir / "out.txt";
-  const std::string cmd = "cd '" + dir.path().string() + "' && TORCHINDUCTOR_CACHE_DIR='" +
-                          (dir / "inductor").string() + "' '" + (repo / ".venv/bin/python").string() +
-                          "' agree.py '" + pkg.string() + "' '" + repo.string() + "' > '" + out.string() + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  const std::string text = test::read_text(out);
-  INFO(text);
-  REQUIRE(rc == 0);
+  const fs::path pkg = package_with(dir, entry);
+  const std::string text = run_script(dir, kAgree, "'" + pkg.string() + "' '" + kRepo.string() + "'");
   CHECK(text.find("installed ['aten::_softmax.default']") != std::string::npos);
-  const auto at = text.find("RESULT ");
-  REQUIRE(at != std::string::npos);
-  const json got = json::parse(text.substr(at + 7, text.find('\n', at) - at - 7));
+  const json got = result_of(text);
   const std::map<std::string, bool> expected = {
       {"inside", true},           {"at vary_max", true},      {"just beyond vary_max", false},
       {"empty batch", false},     {"float64", false},         {"bfloat16", false},
@@ -191,18 +217,7 @@ TEST_CASE("compile.py routes exactly the calls libforge.so's override takes: one
 
 TEST_CASE("an op computed inside its CompositeImplicitAutograd kernel is overridden there, plain calls only") {
   FORGE_SKIP_WITHOUT_TORCH();
-  std::string why;
-  const fs::path lib = test::package_library(&why);
-  REQUIRE_MESSAGE(!lib.empty(), why);
-  const fs::path repo = fs::path(FORGE_TEST_DIR).parent_path();
   test::TempDir dir;
-  const fs::path pkg = dir / "package";
-  fs::create_directories(pkg / "kernels");
-  fs::copy_file(lib, pkg / "libforge.so");
-  test::write_text(dir / "k.c", kKernel);
-  const std::string cc = "cc -shared -fPIC -O1 -I'" + (repo / "runtime" / "abi").string() + "' '" +
-                         (dir / "k.c").string() + "' -o '" + (pkg / "kernels" / "k.so").string() + "'";
-  REQUIRE(std::system(cc.c_str()) == 0);
   // max_pool1d(self, kernel_size, stride, padding, dilation, ceil_mode) on [2, 4, 16].
   const json entry = {
       {"target", "app/max_pool1d"},
@@ -222,23 +237,13 @@ TEST_CASE("an op computed inside its CompositeImplicitAutograd kernel is overrid
       {"stock_threads", 1},
       {"kernel", "kernels/k.so"},
       {"under_compile", "inductor"}};
-  test::write_text(pkg / "package.json", json{{"backend", "cpu"}, {"entries", {entry}}}.dump(1));
-  test::write_text(dir / "composite.py", kComposite);
-  const fs::path out = dir / "out.txt";
-  const std::string cmd = "cd '" + dir.path().string() + "' && TORCHINDUCTOR_CACHE_DIR='" +
-                          (dir / "inductor").string() + "' '" + (repo / ".venv/bin/python").string() +
-                          "' composite.py '" + pkg.string() + "' > '" + out.string() + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  const std::string text = test::read_text(out);
-  INFO(text);
-  REQUIRE(rc == 0);
-  const auto at = text.find("RESULT ");
-  REQUIRE(at != std::string::npos);
-  const json got = json::parse(text.substr(at + 7, text.find('\n', at) - at - 7));
+  const fs::path pkg = package_with(dir, entry);
+  const json got = result_of(run_script(dir, kComposite, "'" + pkg.string() + "'"));
   // A plain call in the signature runs the kernel (42s); every other call runs
-  // the composite, which decomposes for autograd, tracing (FakeTensor), vmap
-  // and meta tensors as it did before the override.
-  for (const char* k : {"no_grad", "other shape", "compiled", "vmap", "meta", "grad values", "grad"})
+  // the composite, which decomposes for autograd (both modes), tracing
+  // (FakeTensor, symbolic sizes too), vmap and meta tensors as before.
+  for (const char* k : {"no_grad", "other shape", "compiled", "compiled, dynamic", "vmap", "meta", "grad values", "grad",
+                        "forward AD"})
     CHECK_MESSAGE(got.value(k, false), k);
 }
 
