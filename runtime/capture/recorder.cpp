@@ -310,6 +310,20 @@ void device_end(State& st, Frame& f) {
   if (f.device_timed && st.timer) st.timer->end();
 }
 
+// Whether the entry still wants a sample (one more attempt counted); under st.mu.
+bool claim_sample_locked(State& st, Entry* e) {
+  if (e->sample_attempts >= st.cfg.samples) return false;
+  e->sample_attempts++;
+  return true;
+}
+
+// A sample the byte cap did not allow.
+void note_sample_dropped(State& st, Entry* e) {
+  std::lock_guard<std::mutex> lk(st.mu);
+  e->samples_dropped++;
+  st.samples_dropped++;
+}
+
 // Starts a frame for a classified backend candidate.
 void start_backend(State& st, ThreadState& ts, Frame& f, const at::RecordFunction& fn, Cls cls,
                    const Classified& c) {
@@ -334,10 +348,7 @@ void start_backend(State& st, ThreadState& ts, Frame& f, const at::RecordFunctio
   {
     std::lock_guard<std::mutex> lk(st.mu);
     f.entry = get_entry_locked(st, f.op, kind, c.key, d);
-    if (!ignorable && !foreign && f.entry->sample_attempts < st.cfg.samples) {
-      f.entry->sample_attempts++;
-      want_sample = true;
-    }
+    want_sample = !ignorable && !foreign && claim_sample_locked(st, f.entry);
   }
   if (tentative) {
     f.role = Role::Tentative;
@@ -361,9 +372,7 @@ void start_backend(State& st, ThreadState& ts, Frame& f, const at::RecordFunctio
       f.x->watched = watch_inputs(inputs);
       std::optional<Sample> s = take_sample(st, *f.op, inputs, /*snapshot=*/tentative);
       if (!s) {
-        std::lock_guard<std::mutex> lk(st.mu);
-        f.entry->samples_dropped++;
-        st.samples_dropped++;
+        note_sample_dropped(st, f.entry);
       } else if (tentative) {
         f.x->sample = std::move(s);
       } else {
@@ -496,26 +505,17 @@ void commit_implicit_leaf(State& st, ThreadState& ts, Frame& f, int64_t ns) {
   drop_open_tentatives(ts);  // a composite open around it decomposes into it
   for (size_t i : ts.implicits) ts.stack[i].nested_kernel = true;  // and so does an implicit one
   const c10::ArrayRef<const c10::IValue> inputs(f.x->held.data(), f.x->held.size());
-  const Classified c = classify(*f.op, inputs);
   Described d = describe(*f.op, inputs, true);
   bool want_sample = false;
   {
     std::lock_guard<std::mutex> lk(st.mu);
-    f.entry = get_entry_locked(st, f.op, kind_name(Cls::Kernel, *f.op), c.key, d);
-    if (f.entry->sample_attempts < st.cfg.samples) {
-      f.entry->sample_attempts++;
-      want_sample = true;
-    }
+    f.entry = get_entry_locked(st, f.op, kind_name(Cls::Kernel, *f.op), "CPU", d);  // implicit frames are CPU calls
+    want_sample = claim_sample_locked(st, f.entry);
   }
   if (want_sample) {
     std::optional<Sample> s = take_sample(st, *f.op, inputs, /*snapshot=*/false);
-    if (s) {
-      commit_sample(st, f.entry, *s);
-    } else {
-      std::lock_guard<std::mutex> lk(st.mu);
-      f.entry->samples_dropped++;
-      st.samples_dropped++;
-    }
+    if (s) commit_sample(st, f.entry, *s);
+    else note_sample_dropped(st, f.entry);
   }
   f.x->flow_in = flow_inputs(inputs);
   std::lock_guard<std::mutex> lk(st.mu);

@@ -49,7 +49,6 @@ CallArg describe(const c10::IValue& v, c10::SmallVectorImpl<int64_t>& ints) {
       a.kind = CallKind::None;
       return a;
     }
-    if (!plain_tensor(t)) return a;  // CallKind::Other: matches no captured argument
     a.kind = CallKind::Tensor;
     a.dtype = t.scalar_type();
     a.cuda = t.is_cuda();

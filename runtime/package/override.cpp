@@ -345,9 +345,7 @@ class Override : public c10::OperatorKernel {
     if (m_composite && !reaches_kernels(args)) {
       // Tracing, vmap, autograd's forward mode, another device: the composite,
       // not counted as a fallback (a traced tensor's sizes may be symbolic).
-      std::vector<c10::IValue> outs = m_stock(std::vector<c10::IValue>(args.begin(), args.end()));
-      torch::jit::drop(*stack, n);
-      for (auto& v : outs) torch::jit::push(*stack, std::move(v));
+      run_stock(stack, n);
       return;
     }
     if (tracing()) trace("args", call_signature(args));
@@ -376,7 +374,6 @@ class Override : public c10::OperatorKernel {
       for (auto& t : *outs) torch::jit::push(*stack, std::move(t));
       return;
     }
-    std::vector<c10::IValue> a(args.begin(), args.end());
     if (thread_bound) {
       ++thread_bound->more_threads;  // reported per entry, not as an unknown signature
     } else {
@@ -391,13 +388,19 @@ class Override : public c10::OperatorKernel {
       ++f.calls;
     }
     trace("stock");
-    std::vector<c10::IValue> outs = m_stock(a);
+    run_stock(stack, n);
+  }
+
+ private:
+  // The stock kernel on the call's n arguments, its returns in their place.
+  void run_stock(torch::jit::Stack* stack, size_t n) const {
+    auto args = torch::jit::last(*stack, n);
+    std::vector<c10::IValue> outs = m_stock(std::vector<c10::IValue>(args.begin(), args.end()));
     if (tracing()) trace("stock returned", std::to_string(outs.size()) + " values");
     torch::jit::drop(*stack, n);
     for (auto& v : outs) torch::jit::push(*stack, std::move(v));
   }
 
- private:
   // Whether every tensor argument is plain (guard.h) and on the package's
   // device: the only calls a kernel may take. At the CPU/CUDA key all are.
   bool reaches_kernels(c10::ArrayRef<c10::IValue> args) const {
