@@ -19,6 +19,9 @@ constexpr int64_t GB = 1000 * 1000 * 1000;
 MemoryNeeds fp32_call(int64_t in, int64_t out, int64_t free) {
   return MemoryNeeds{in, out, 2 * (in + out), free};
 }
+MemoryNeeds bf16_call(int64_t in, int64_t out, int64_t free) {
+  return MemoryNeeds{in, out, 4 * (in + out), free};
+}
 }  // namespace
 
 TEST_CASE("an ordinary call gets the full protocol within the stated multiple") {
@@ -28,10 +31,30 @@ TEST_CASE("an ordinary call gets the full protocol within the stated multiple") 
   CHECK(p.float64_large);
   CHECK(p.moved_large);
   CHECK(p.sweep_growth == doctest::Approx(4.0));
-  CHECK(p.limit_bytes == 4 * kMultiple * p.io_bytes + kSlack);
+  CHECK(p.limit_bytes == kFloor + kSlack);  // 4 x 8 x 512 KB is under the floor
   CHECK(p.thread_calls == kMaxThreadCalls);
   CHECK(p.need_bytes <= p.limit_bytes);
   CHECK(p.notes.empty());
+  // Above the floor the multiple binds.
+  MemoryPlan big = plan_memory(fp32_call(64 * (1 << 20), 64 * (1 << 20), 140 * GB));
+  CHECK(big.limit_bytes == 4 * kMultiple * big.io_bytes + kSlack);
+  CHECK(big.need_bytes <= big.limit_bytes);
+}
+
+TEST_CASE("a small bf16 call keeps its float64 reference and the 4x sweep") {
+  // cumsum over [64, 1000] bf16: the float64 reference alone is 4x the call's
+  // bytes, more than the multiple leaves beside the protocol; the floor holds it.
+  MemoryPlan p = plan_memory(bf16_call(128000, 128000, 80 * GB));
+  CHECK(p.refused.empty());
+  CHECK(p.float64_large);
+  CHECK(p.moved_large);
+  CHECK(p.bench_copies == 3);
+  CHECK(p.sweep_growth == doctest::Approx(4.0));
+  CHECK(p.notes.empty());
+  // A bf16 call of gigabytes still gives the float64 reference up.
+  MemoryPlan big = plan_memory(bf16_call(4 * GB, 4 * GB, 80 * GB));
+  CHECK(big.refused.empty());
+  CHECK_FALSE(big.float64_large);
 }
 
 TEST_CASE("KernelBench's softmax (4096 x 393216 fp32) on an H200 fits, its sweep held at the captured size") {
