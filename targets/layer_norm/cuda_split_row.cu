@@ -1,9 +1,10 @@
 /* layer_norm, CUDA strategy "split_row": each row split into chunks of
  * BLOCK*PER 16-byte vectors, one block per chunk, for rows too long for one
  * block (a 4M-element row on one SM is a sixteenth of the GPU's bandwidth at
- * 16 rows): a statistics kernel writes per-chunk moments to the workspace, an
- * apply kernel merges its row's moments (fixed order: deterministic) and
- * normalizes its chunk. Two reads and one write of x, whatever the row length.
+ * 16 rows): a statistics kernel writes per-chunk moments to the workspace, a
+ * merge kernel (a warp per row, fixed order: deterministic) turns each row's
+ * into its mean and rstd, an apply kernel normalizes each chunk. Two reads
+ * and one write of x, whatever the row length.
  *
  * Math: chunk k of a row (n_k elements) held in registers, fp32:
  * mean_k = sum x / n_k, M2_k = sum (x - mean_k)^2 (two exact passes over the
@@ -14,7 +15,7 @@
  * Op: aten::native_layer_norm(Tensor input, SymInt[] normalized_shape,
  *     Tensor? weight, Tensor? bias, float eps) -> (out, mean, rstd).
  * Shapes: input [..., *normalized_shape] (M rows of N); out like input;
- * mean/rstd one value per row. Workspace: M*ceil(N/chunk)*3 floats.
+ * mean/rstd one value per row. Workspace: M*ceil(N/chunk)*3 + M*2 floats.
  *
  * Assumptions, checked at run time (nonzero return = the package falls back):
  * as block_row (contiguous float32/float16/bfloat16 input and out of one dtype;
@@ -27,8 +28,8 @@
  * reduction is split across blocks, one writer per workspace slot (no
  * atomics). REVERSE = 1: the apply pass takes the chunks last first, so the
  * chunks the statistics pass read last come from L2; y is stored evict-first.
- * PDL = 1: the apply kernel is a programmatic dependent launch whose blocks
- * load their chunk while the statistics kernel drains.
+ * PDL = 1: the merge and apply kernels are programmatic dependent launches;
+ * the apply blocks load their chunk while the kernels before them drain.
  * Compiled here (nvcc 13, sm_90a) but not run on this machine: no GPU.
  */
 #include <cuda_bf16.h>
@@ -128,12 +129,37 @@ __global__ void __launch_bounds__(BLOCK) ln_split_stats(const T* __restrict__ x,
   }
 }
 
-template <class T, class TW, class TS, int VW, bool VEC>
+// One warp per row merges its chunks' moments (a fixed order: the same bits
+// on every run) into {mean, rstd} after the moments in the workspace, and
+// writes the op's mean and rstd outputs. Done once per row here, not once
+// per chunk in the apply kernel: 512 chunks' moments read through L2 by every
+// apply block would hold each block's stores behind a serial merge.
+template <class TS>
+__global__ void __launch_bounds__(128) ln_split_merge(float* __restrict__ ws, TS* __restrict__ mean_out,
+                                                      TS* __restrict__ rstd_out, int64_t M, int64_t split,
+                                                      int64_t N, float eps) {
+  if (PDL) {
+    asm volatile("griddepcontrol.launch_dependents;");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+  }
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * 4 + (threadIdx.x >> 5); row < M;
+       row += static_cast<int64_t>(gridDim.x) * 4) {
+    const Moments m = warp_merge(ws + row * split * 3, split);
+    if ((threadIdx.x & 31) == 0) {
+      const float rstd = rsqrtf(m.m2 / static_cast<float>(N) + eps);
+      float* out = ws + M * split * 3 + row * 2;
+      out[0] = m.mean;
+      out[1] = rstd;
+      mean_out[row] = Io<TS>::from(m.mean);
+      rstd_out[row] = Io<TS>::from(rstd);
+    }
+  }
+}
+
+template <class T, class TW, int VW, bool VEC>
 __global__ void __launch_bounds__(BLOCK)
     ln_split_apply(const T* __restrict__ x, const TW* __restrict__ w, const TW* __restrict__ b, T* __restrict__ y,
-                   TS* __restrict__ mean_out, TS* __restrict__ rstd_out, const float* __restrict__ ws, int64_t total,
-                   int64_t split, int64_t N, float eps) {
-  __shared__ float stats[2];
+                   const float* __restrict__ row_stats, int64_t total, int64_t split, int64_t N) {
   constexpr int64_t CH = chunk_of<VW>();
   for (int64_t it = blockIdx.x; it < total; it += gridDim.x) {
     const int64_t id = REVERSE ? total - 1 - it : it;
@@ -142,19 +168,8 @@ __global__ void __launch_bounds__(BLOCK)
     float v[PER][VW];
     load_chunk<T, VW, VEC>(x + row * N, j0, j1, v);
     if (PDL && it == blockIdx.x) asm volatile("griddepcontrol.wait;" ::: "memory");
-    if (threadIdx.x < 32) {
-      const Moments m = warp_merge(ws + row * split * 3, split);  // the same bits in every block of the row
-      if (threadIdx.x == 0) {
-        stats[0] = m.mean;
-        stats[1] = rsqrtf(m.m2 / static_cast<float>(N) + eps);
-        if (k == 0) {
-          mean_out[row] = Io<TS>::from(stats[0]);
-          rstd_out[row] = Io<TS>::from(stats[1]);
-        }
-      }
-    }
-    __syncthreads();
-    const float mean = stats[0], rstd = stats[1];
+    // Written by ln_split_merge on other SMs: read through L2.
+    const float mean = __ldcg(row_stats + row * 2), rstd = __ldcg(row_stats + row * 2 + 1);
     T* yr = y + row * N;
 #pragma unroll
     for (int p = 0; p < PER; ++p) {
@@ -191,7 +206,6 @@ __global__ void __launch_bounds__(BLOCK)
           if (j + e < j1) yr[j + e] = Io<T>::from(o[e]);
       }
     }
-    __syncthreads();  // stats is rewritten for the next id
   }
 }
 
@@ -205,7 +219,23 @@ inline int64_t split_of(const LnArgs& a, int64_t chunk) { return (a.N + chunk - 
 // The workspace for either instance (vectorized or scalar chunks): the scalar
 // one's, the larger.
 inline int64_t workspace_needed(const LnArgs& a) {
-  return a.M * split_of(a, chunk_of<1>()) * 3 * static_cast<int64_t>(sizeof(float));
+  return (a.M * split_of(a, chunk_of<1>()) * 3 + a.M * 2) * static_cast<int64_t>(sizeof(float));
+}
+
+// A launch after the previous kernel on the stream; with PDL a programmatic
+// dependent one (it waits in the kernel, at griddepcontrol.wait).
+template <class... P, class... A>
+bool launch_after(void (*kernel)(P...), unsigned grid, unsigned block, cudaStream_t stream, A... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(block);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = PDL ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, static_cast<P>(args)...) == cudaSuccess && !launch_status();
 }
 
 template <class T, class TW, class TS, int VW, bool VEC>
@@ -216,20 +246,15 @@ int run(const LnArgs& a, cudaStream_t stream) {
   const T* x = static_cast<const T*>(a.x);
   ln_split_stats<T, VW, VEC><<<grid, BLOCK, 0, stream>>>(x, ws, total, split, a.N);
   if (launch_status()) return 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(BLOCK);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = PDL ? 1 : 0;
-  const cudaError_t e =
-      cudaLaunchKernelEx(&cfg, ln_split_apply<T, TW, TS, VW, VEC>, x, static_cast<const TW*>(a.w),
-                         static_cast<const TW*>(a.b), static_cast<T*>(a.y), static_cast<TS*>(a.mean),
-                         static_cast<TS*>(a.rstd), static_cast<const float*>(ws), total, split, a.N, a.eps);
-  return e == cudaSuccess && !launch_status() ? 0 : 1;
+  const int64_t merge_blocks = (a.M + 3) / 4;
+  if (!launch_after(ln_split_merge<TS>, static_cast<unsigned>(merge_blocks < 0x7fffffffLL ? merge_blocks : 0x7fffffffLL),
+                    128, stream, ws, static_cast<TS*>(a.mean), static_cast<TS*>(a.rstd), a.M, split, a.N, a.eps))
+    return 1;
+  return launch_after(ln_split_apply<T, TW, VW, VEC>, grid, BLOCK, stream, x, static_cast<const TW*>(a.w),
+                      static_cast<const TW*>(a.b), static_cast<T*>(a.y), static_cast<const float*>(ws + total * 3),
+                      total, split, a.N)
+             ? 0
+             : 1;
 }
 
 inline bool row_fits(int64_t) { return true; }
