@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -60,7 +61,13 @@ CliResult run_forge(const std::string& args, const fs::path& cwd, const std::str
                   ("forge-cli-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
   std::string cmd = "cd '" + cwd.string() + "' && " + wrapper + " '" FORGE_BINARY "' " + args + " >'" +
                     base.string() + ".out' 2>'" + base.string() + ".err' </dev/null";
+  const auto t0 = std::chrono::steady_clock::now();
   int status = std::system(cmd.c_str());
+  // FORGE_TEST_TIMES=1: each forge command's wall time on stderr, to find
+  // where a slow test spends it.
+  if (const char* times = std::getenv("FORGE_TEST_TIMES"); times && *times == '1')
+    std::fprintf(stderr, "[forge %.1f s] %s\n",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), args.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = read_text(base.string() + ".out");

@@ -22,7 +22,9 @@
  * Rows with fewer than FORGE_P_ACROSS such outputs (windows nearly as wide
  * as the row) go W planes at a time instead, a plane per lane: each window
  * row's elements are loaded W per plane and transposed in registers, then
- * added or compared one at a time in stock's order.
+ * added or compared one at a time in stock's order. A 1D values-only max
+ * whose windows cross the row's ends pools a copy of the row between -inf
+ * pads, so its border outputs go W at a time too.
  * Single-threaded (the worker refuses OpenMP runtimes: docs/CANDIDATE_ABI.md).
  */
 #include <immintrin.h>
@@ -112,7 +114,7 @@ inline Rows rows_of(const PoolArgs& a, int od, int oh) {
 // are independent, so their latencies overlap. Values into buf (buf[0] is
 // output ow), indices into idx.
 template <int U, bool UNIT, class T>
-inline void interior_vectors(const PoolArgs& a, const T* x, int64_t in_plane, const Rows& r, int ow, int n,
+__attribute__((always_inline)) inline void interior_vectors(const PoolArgs& a, const T* x, int64_t in_plane, const Rows& r, int ow, int n,
                              float* buf, int64_t* idx) {
   const int step = PL_MAX ? a.dW : 1;
   const int w0 = ow * a.sW - a.pW;
@@ -251,6 +253,37 @@ void planes_run(const PoolArgs& a, const T* x, T* y, int64_t* idx, int64_t in_pl
       }
 }
 
+#if PL_MAX && !PL_INDICES
+// The values-only max of a 1D row whose windows cross its ends (padding,
+// ceil_mode): the row copied in fp32 between -inf pads, so every output's
+// window lies inside the copy and all of them go through interior_run. The
+// max is unchanged: a pad never wins, and a window of pads alone is -inf
+// either way. false: the copy would not fit PAD_ROW.
+constexpr int PAD_ROW = 4096;
+template <class T>
+bool padded_row(const PoolArgs& a, const T* x, T* y, float* buf) {
+  const int len = a.W + 2 * a.pW + a.sW + 2 * W;  // past the last window's end, a vector's load
+  if (len > PAD_ROW) return false;
+  alignas(64) float row[PAD_ROW];
+  for (int i = 0; i < a.pW; ++i) row[i] = -INFINITY;
+  int i = 0;
+  for (; i + W <= a.W; i += W) store(row + a.pW + i, load(x + i));
+  for (; i < a.W; ++i) row[a.pW + i] = elem(x, i);
+  for (i = a.pW + a.W; i < len; ++i) row[i] = -INFINITY;
+  PoolArgs p = a;
+  p.W = len, p.pW = 0;
+  const Rows r = rows_of(p, 0, 0);
+  for (int c0 = 0; c0 < a.OW; c0 += SPAN) {
+    const int n = a.OW - c0 < SPAN ? a.OW - c0 : SPAN;
+    interior_run(p, row, len, r, c0, c0 + n, buf, nullptr);
+    int k = 0;
+    for (; k + W <= n; k += W) store(y + c0 + k, load(buf + k));
+    if (k < n) store_part(y + c0 + k, load(buf + k), n - k);
+  }
+  return true;
+}
+#endif
+
 template <class T>
 __attribute__((noinline)) int pool_run(const PoolArgs& a) {
   const int64_t in_plane = static_cast<int64_t>(a.D) * a.H * a.W, out_plane = static_cast<int64_t>(a.OD) * a.OH * a.OW;
@@ -267,6 +300,10 @@ __attribute__((noinline)) int pool_run(const PoolArgs& a) {
   float buf[SPAN + W];
   for (; pl < a.planes; ++pl) {
     const T* x = static_cast<const T*>(a.x) + pl * in_plane;
+#if PL_MAX && !PL_INDICES
+    if (a.D == 1 && a.H == 1 && (lo > 0 || hi < a.OW) && padded_row(a, x, static_cast<T*>(a.y) + pl * out_plane, buf))
+      continue;
+#endif
     const auto ld = [x](int i) { return elem(x, i); };
     for (int od = 0; od < a.OD; ++od)
       for (int oh = 0; oh < a.OH; ++oh) {
