@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -81,6 +82,7 @@ struct Extra {
   std::string kind;
   std::string key;                   // dispatch key name
   std::optional<Sample> sample;      // Tentative: held until committed
+  std::string committed_sample;      // Backend: the sample committed at its start (JSON), if any
   std::vector<PendingOp> pending;    // Tentative: nested views/allocs
   std::vector<Watched> watched;      // the sampled call's inputs before it (changes.h)
   std::vector<FlowInput> flow_in;    // Backend, Tentative: the tensor inputs (flows.h)
@@ -100,6 +102,9 @@ struct Frame {
   bool nested_kernel = false;
   bool nested_alloc = false;
   bool device_timed = false;
+  // std::uncaught_exceptions() at its start: more at its end means the call
+  // threw (RecordFunction ends it while unwinding), and it is not recorded.
+  int uncaught = 0;
   int64_t t0 = 0;
   int64_t ov0 = 0;
   Entry* entry = nullptr;
@@ -376,6 +381,7 @@ void start_backend(State& st, ThreadState& ts, Frame& f, const at::RecordFunctio
       } else if (tentative) {
         f.x->sample = std::move(s);
       } else {
+        f.x->committed_sample = s->json;
         commit_sample(st, f.entry, *s);
       }
     }
@@ -397,6 +403,7 @@ void start_impl(State& st, ThreadState& ts, const at::RecordFunction& fn, int64_
   ts.stack.emplace_back();
   Frame& f = ts.stack.back();
   f.rf = &fn;
+  f.uncaught = std::uncaught_exceptions();
   f.t0 = t_in;
   f.ov0 = ts.overhead_ns;
   if (ts.suppress > 0) {
@@ -524,20 +531,42 @@ void commit_implicit_leaf(State& st, ThreadState& ts, Frame& f, int64_t ns) {
   note_flow_safe(st, f);
 }
 
+// A backend call that threw takes back the sample it committed at its start
+// (its inputs may be what made it throw: a bad index) and its claim, so a
+// later call of the entry is sampled instead.
+void retract_sample(State& st, Frame& f) {
+  if (!f.x || f.x->committed_sample.empty()) return;
+  std::lock_guard<std::mutex> lk(st.mu);
+  auto& v = f.entry->samples;
+  if (auto it = std::find(v.begin(), v.end(), f.x->committed_sample); it != v.end()) {
+    v.erase(it);
+    f.entry->sample_attempts--;
+    st.dirty = true;
+  }
+}
+
 void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
   if (f.role == Role::Skip) return;
   ts.op_depth--;
   int64_t ns = t_in - f.t0 - (ts.overhead_ns - f.ov0);
   if (ns < 0) ns = 0;
+  // A call that threw computed nothing a program reads: no call, time or
+  // outputs of its own (its entry, made at its start, may stay at 0 calls:
+  // report.cpp leaves such entries out).
+  const bool threw = std::uncaught_exceptions() > f.uncaught;
   switch (f.role) {
     case Role::Suppressed:
       return;
     case Role::Transparent:
-      if (f.implicit && !f.nested_kernel && f.nested_alloc) commit_implicit_leaf(st, ts, f, ns);
+      if (f.implicit && !f.nested_kernel && f.nested_alloc && !threw) commit_implicit_leaf(st, ts, f, ns);
       break;
     case Role::Backend: {
       ts.suppress--;
       device_end(st, f);
+      if (threw) {
+        retract_sample(st, f);
+        break;
+      }
       note_changes(st, f);
       std::lock_guard<std::mutex> lk(st.mu);
       note_outputs_locked(f.entry, f.rf);
@@ -560,6 +589,7 @@ void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
       if (g_debug)
         std::fprintf(stderr, "forge-capture: %*s%s: %s\n", 2 * ts.op_depth, "", f.op->qualified.c_str(),
                      f.dropped ? "composite (nested backend op)" : "backend op (leaf)");
+      if (threw) break;
       if (!f.dropped) {
         // No nested op reached a real kernel: this op is the backend op.
         drop_open_tentatives(ts);

@@ -180,6 +180,43 @@ TEST_CASE("a TorchScript file with an inputs file is captured from C++") {
     CHECK_MESSAGE(ops.count(op), "missing target op " << op);
 }
 
+// A call that throws (RecordFunction still ends it, while unwinding) is not
+// recorded: index_select's CPU kernel allocates its output, then finds the
+// bad index; the script catches it. Only the good call counts, and the
+// sample each bad call took at its start is taken back, so the good call,
+// of the same signature, is sampled (two samples per signature allowed).
+TEST_CASE("calls that throw are not recorded or sampled; the same signature's good call is") {
+  FORGE_SKIP_WITHOUT_TORCH();
+  test::TempDir dir;
+  test::write_text(dir / "throws.py",
+                   "import torch\n"
+                   "x = torch.randn(64, 32)\n"
+                   "for _ in range(3):\n"
+                   "    try:\n"
+                   "        torch.index_select(x, 0, torch.tensor([0, 99, 1]))\n"
+                   "    except (IndexError, RuntimeError):\n"
+                   "        pass\n"
+                   "    try:\n"
+                   "        torch.cumsum(torch.randn(4, 8), dim=1).index_select(1, torch.tensor([-9]))\n"
+                   "    except (IndexError, RuntimeError):\n"
+                   "        pass\n"
+                   "torch.index_select(x, 0, torch.tensor([0, 3, 5]))\n");
+  test::write_text(dir / "forge.yaml", "models:\n  m: {run: python throws.py}\ntargets: {top: 0, min_share: 0}\n");
+  auto r = test::run_forge("--json capture", dir.path());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json report = json::parse(r.out);
+  std::map<std::string, long> calls, samples;
+  for (const auto& t : report["targets"]) {
+    calls[t["op"].get<std::string>()] += t["calls"].get<long>();
+    samples[t["op"].get<std::string>()] += t["samples"].get<long>();
+  }
+  CAPTURE(report["targets"].dump());
+  CHECK(calls["index_select"] == 1);  // 7 calls, 6 threw (3 after a good cumsum)
+  CHECK(samples["index_select"] == 1);
+  CHECK(calls["cumsum"] == 3);
+}
+
 TEST_CASE("a model whose command fails is reported with its output, exit 1") {
   FORGE_SKIP_WITHOUT_TORCH();
   test::TempDir dir;
