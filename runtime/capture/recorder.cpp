@@ -82,7 +82,11 @@ struct Extra {
   std::string kind;
   std::string key;                   // dispatch key name
   std::optional<Sample> sample;      // Tentative: held until committed
-  std::string committed_sample;      // Backend: the sample committed at its start (JSON), if any
+  // Backend: the sample committed at its start, if any (its JSON, files and
+  // bytes), for retract_sample.
+  std::string committed_json;
+  std::vector<std::string> committed_files;
+  int64_t committed_bytes = 0;
   std::vector<PendingOp> pending;    // Tentative: nested views/allocs
   std::vector<Watched> watched;      // the sampled call's inputs before it (changes.h)
   std::vector<FlowInput> flow_in;    // Backend, Tentative: the tensor inputs (flows.h)
@@ -381,7 +385,9 @@ void start_backend(State& st, ThreadState& ts, Frame& f, const at::RecordFunctio
       } else if (tentative) {
         f.x->sample = std::move(s);
       } else {
-        f.x->committed_sample = s->json;
+        f.x->committed_json = s->json;
+        for (const auto& file : s->files) f.x->committed_files.push_back(file.first);
+        f.x->committed_bytes = s->bytes;
         commit_sample(st, f.entry, *s);
       }
     }
@@ -531,17 +537,38 @@ void commit_implicit_leaf(State& st, ThreadState& ts, Frame& f, int64_t ns) {
   note_flow_safe(st, f);
 }
 
-// A backend call that threw takes back the sample it committed at its start
-// (its inputs may be what made it throw: a bad index) and its claim, so a
-// later call of the entry is sampled instead.
+// A call that threw takes back the sample it took at its start (its inputs
+// may be what made it throw: a bad index), files and bytes included, and
+// gives its claim back so a later call of the entry is sampled instead; after
+// kMaxRetracted such claims an entry keeps them (a loop of failing calls
+// would otherwise write and remove a sample each time).
+constexpr int kMaxRetracted = 4;
 void retract_sample(State& st, Frame& f) {
-  if (!f.x || f.x->committed_sample.empty()) return;
-  std::lock_guard<std::mutex> lk(st.mu);
-  auto& v = f.entry->samples;
-  if (auto it = std::find(v.begin(), v.end(), f.x->committed_sample); it != v.end()) {
-    v.erase(it);
-    f.entry->sample_attempts--;
-    st.dirty = true;
+  if (!f.x || !f.entry) return;
+  const bool held = f.x->sample.has_value();  // Tentative: claimed, never committed
+  bool removed = false;
+  if (!f.x->committed_json.empty()) {
+    {
+      std::lock_guard<std::mutex> lk(st.mu);
+      auto& v = f.entry->samples;
+      if (auto it = std::find(v.begin(), v.end(), f.x->committed_json); it != v.end()) {
+        v.erase(it);
+        removed = true;
+        st.dirty = true;
+      }
+    }
+    if (removed) {  // commit_sample wrote it and counted it
+      st.sample_bytes.fetch_sub(f.x->committed_bytes);
+      for (const auto& path : f.x->committed_files)
+        if (::unlink(path.c_str()) == 0) st.sample_files--;
+    }
+  }
+  if (removed || held) {
+    std::lock_guard<std::mutex> lk(st.mu);
+    if (f.entry->samples_retracted < kMaxRetracted) {
+      f.entry->samples_retracted++;
+      f.entry->sample_attempts--;
+    }
   }
 }
 
@@ -576,7 +603,7 @@ void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
     }
     case Role::IgnorablePending: {
       ts.suppress--;
-      if (!ts.tentatives.empty()) {
+      if (!threw && !ts.tentatives.empty()) {
         Frame& t = ts.stack[ts.tentatives.back()];
         t.x->pending.push_back(PendingOp{f.op, std::move(f.x->kind), std::move(f.x->key),
                                          std::move(f.x->d), ns});
@@ -589,7 +616,10 @@ void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
       if (g_debug)
         std::fprintf(stderr, "forge-capture: %*s%s: %s\n", 2 * ts.op_depth, "", f.op->qualified.c_str(),
                      f.dropped ? "composite (nested backend op)" : "backend op (leaf)");
-      if (threw) break;
+      if (threw) {
+        retract_sample(st, f);
+        break;
+      }
       if (!f.dropped) {
         // No nested op reached a real kernel: this op is the backend op.
         drop_open_tentatives(ts);
@@ -613,13 +643,15 @@ void end_impl(State& st, ThreadState& ts, Frame& f, int64_t t_in) {
       break;
   }
   if (f.outermost) {
-    std::lock_guard<std::mutex> lk(st.mu);
-    OuterStat& o = st.outer[f.op];
-    o.calls++;
-    o.ns += ns;
-    o.backend_ns += ts.backend_ns;
-    st.op_calls++;
-    st.dirty = true;
+    if (!threw) {
+      std::lock_guard<std::mutex> lk(st.mu);
+      OuterStat& o = st.outer[f.op];
+      o.calls++;
+      o.ns += ns;
+      o.backend_ns += ts.backend_ns;
+      st.op_calls++;
+      st.dirty = true;
+    }
     ts.backend_ns = 0;
     ts.outer = nullptr;
   }

@@ -50,6 +50,7 @@ struct Entry {
   bool needs_grad = false;  // some call had grad mode on and an input requiring grad
   std::map<OpInfo*, uint64_t> outer;  // outermost op -> calls
   int sample_attempts = 0;
+  int samples_retracted = 0;          // claims given back by calls that threw (recorder.cpp)
   std::vector<std::string> samples;   // JSON objects
   uint64_t samples_dropped = 0;
   std::set<int> changed;  // inputs a watched call changed (changes.h)

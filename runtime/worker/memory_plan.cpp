@@ -41,8 +41,8 @@ MemoryPlan plan_memory(const MemoryNeeds& n) {
   };
   auto need_at = [&](double growth) { return static_cast<int64_t>(units(growth) * static_cast<double>(io)) + fixed; };
   auto limit_at = [&](double growth) {
-    return std::min(free_limit,
-                    std::max(static_cast<int64_t>(kMultiple * growth * static_cast<double>(io)), kFloor) + fixed);
+    const double bytes = std::max(kMultiple * static_cast<double>(io), static_cast<double>(kFloor)) * growth;
+    return std::min(free_limit, static_cast<int64_t>(bytes) + fixed);
   };
   auto fits = [&](double growth) { return need_at(growth) <= limit_at(growth); };
   if (!fits(1.0)) {

@@ -2,8 +2,8 @@
 // it (docs/WORKER.md, "Memory"). Torch-free: forge's unit tests check it.
 //
 // An evaluation holds at most kMultiple times the bytes (inputs plus outputs)
-// of the largest call it verifies or kFloor, whichever is more, plus its
-// guards and kSlack, and never more
+// of the largest call it verifies, or kFloor per captured call's worth of
+// them if that is more, plus its guards and kSlack, and never more
 // than kFreeShare of the memory free on its device when it starts. The
 // largest call is the size sweep's top, 4x the captured call where memory
 // allows (the package accepts calls up to what was verified).
@@ -30,9 +30,11 @@
 namespace forge::worker {
 
 constexpr int64_t kMultiple = 8;
-// Below kFloor the multiple does not bind: a 16-bit call's float64 reference
-// alone is 4x its bytes, so 8x would take it (and the 4x sweep) from every
-// small bf16/fp16 call, where it costs next to nothing.
+// Below kFloor / kMultiple bytes a call gets kFloor per sweep step: a 16-bit
+// call's float64 reference alone is 4x its bytes, so 8x would take it (and
+// the 4x sweep) from every small bf16/fp16 call, where it costs next to
+// nothing. Scaled with the sweep's growth, as the protocol's need is, so the
+// floor never stops a sweep that the float64 reference's loss would not.
 constexpr int64_t kFloor = int64_t(1) << 30;
 constexpr int64_t kSlack = int64_t(2) << 30;  // guards, the judge's small tensors, the allocator's rounding
 constexpr double kFreeShare = 0.9;

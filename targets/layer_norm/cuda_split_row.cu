@@ -50,7 +50,7 @@
 #define FORGE_P_REVERSE 0 /* 1: apply pass last chunk first (re-read from L2) */
 #endif
 #ifndef FORGE_P_PDL
-#define FORGE_P_PDL 0 /* 1: apply kernel as a programmatic dependent launch */
+#define FORGE_P_PDL 0 /* 1: merge and apply kernels as programmatic dependent launches */
 #endif
 
 #include "../_common/cuda_common.cuh"  // inlined when forge loads the template (docs/STRATEGIES.md)

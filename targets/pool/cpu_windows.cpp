@@ -262,6 +262,7 @@ void planes_run(const PoolArgs& a, const T* x, T* y, int64_t* idx, int64_t in_pl
 constexpr int PAD_ROW = 4096;
 template <class T>
 bool padded_row(const PoolArgs& a, const T* x, T* y, float* buf) {
+  if (a.W > PAD_ROW || a.pW > PAD_ROW || a.sW > PAD_ROW) return false;  // and len below cannot overflow
   const int len = a.W + 2 * a.pW + a.sW + 2 * W;  // past the last window's end, a vector's load
   if (len > PAD_ROW) return false;
   alignas(64) float row[PAD_ROW];

@@ -31,7 +31,7 @@ TEST_CASE("an ordinary call gets the full protocol within the stated multiple") 
   CHECK(p.float64_large);
   CHECK(p.moved_large);
   CHECK(p.sweep_growth == doctest::Approx(4.0));
-  CHECK(p.limit_bytes == kFloor + kSlack);  // 4 x 8 x 512 KB is under the floor
+  CHECK(p.limit_bytes == 4 * kFloor + kSlack);  // 8 x 512 KB is under the floor, per sweep step
   CHECK(p.thread_calls == kMaxThreadCalls);
   CHECK(p.need_bytes <= p.limit_bytes);
   CHECK(p.notes.empty());
@@ -51,6 +51,14 @@ TEST_CASE("a small bf16 call keeps its float64 reference and the 4x sweep") {
   CHECK(p.bench_copies == 3);
   CHECK(p.sweep_growth == doctest::Approx(4.0));
   CHECK(p.notes.empty());
+  // Mid-size bf16 calls (a [4096, 4096] layer norm: 64 MiB in and out; 100 MB)
+  // keep float64 and still sweep to 4x: the floor grows with the sweep.
+  for (int64_t half : {int64_t(32) << 20, int64_t(50) * 1000 * 1000}) {
+    MemoryPlan mid = plan_memory(bf16_call(half, half, 80 * GB));
+    CHECK(mid.float64_large);
+    CHECK(mid.sweep_growth == doctest::Approx(4.0));
+    CHECK(mid.need_bytes <= mid.limit_bytes);
+  }
   // A bf16 call of gigabytes still gives the float64 reference up.
   MemoryPlan big = plan_memory(bf16_call(4 * GB, 4 * GB, 80 * GB));
   CHECK(big.refused.empty());
