@@ -82,11 +82,7 @@ struct Extra {
   std::string kind;
   std::string key;                   // dispatch key name
   std::optional<Sample> sample;      // Tentative: held until committed
-  // Backend: the sample committed at its start, if any (its JSON, files and
-  // bytes), for retract_sample.
-  std::string committed_json;
-  std::vector<std::string> committed_files;
-  int64_t committed_bytes = 0;
+  Committed committed;               // Backend: the sample committed at its start, for retract_sample
   std::vector<PendingOp> pending;    // Tentative: nested views/allocs
   std::vector<Watched> watched;      // the sampled call's inputs before it (changes.h)
   std::vector<FlowInput> flow_in;    // Backend, Tentative: the tensor inputs (flows.h)
@@ -385,10 +381,7 @@ void start_backend(State& st, ThreadState& ts, Frame& f, const at::RecordFunctio
       } else if (tentative) {
         f.x->sample = std::move(s);
       } else {
-        f.x->committed_json = s->json;
-        for (const auto& file : s->files) f.x->committed_files.push_back(file.first);
-        f.x->committed_bytes = s->bytes;
-        commit_sample(st, f.entry, *s);
+        f.x->committed = commit_sample(st, f.entry, *s);
       }
     }
   }
@@ -546,29 +539,11 @@ constexpr int kMaxRetracted = 4;
 void retract_sample(State& st, Frame& f) {
   if (!f.x || !f.entry) return;
   const bool held = f.x->sample.has_value();  // Tentative: claimed, never committed
-  bool removed = false;
-  if (!f.x->committed_json.empty()) {
-    {
-      std::lock_guard<std::mutex> lk(st.mu);
-      auto& v = f.entry->samples;
-      if (auto it = std::find(v.begin(), v.end(), f.x->committed_json); it != v.end()) {
-        v.erase(it);
-        removed = true;
-        st.dirty = true;
-      }
-    }
-    if (removed) {  // commit_sample wrote it and counted it
-      st.sample_bytes.fetch_sub(f.x->committed_bytes);
-      for (const auto& path : f.x->committed_files)
-        if (::unlink(path.c_str()) == 0) st.sample_files--;
-    }
-  }
-  if (removed || held) {
-    std::lock_guard<std::mutex> lk(st.mu);
-    if (f.entry->samples_retracted < kMaxRetracted) {
-      f.entry->samples_retracted++;
-      f.entry->sample_attempts--;
-    }
+  if (!withdraw_sample(st, f.entry, f.x->committed) && !held) return;
+  std::lock_guard<std::mutex> lk(st.mu);
+  if (f.entry->samples_retracted < kMaxRetracted) {
+    f.entry->samples_retracted++;
+    f.entry->sample_attempts--;
   }
 }
 

@@ -14,6 +14,9 @@
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #endif
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <mutex>
 
 #include "../common/sample_part.h"
@@ -178,7 +181,8 @@ std::optional<Sample> take_sample(State& st, const OpInfo& op, c10::ArrayRef<con
 }
 
 // Writes the sample's files (within the byte cap) and records it on the entry.
-void commit_sample(State& st, Entry* e, Sample& s) {
+Committed commit_sample(State& st, Entry* e, Sample& s) {
+  Committed c;
   int64_t before = st.sample_bytes.fetch_add(s.bytes);
   bool ok = before + s.bytes <= st.cfg.max_bytes;
   if (ok) {
@@ -188,17 +192,37 @@ void commit_sample(State& st, Entry* e, Sample& s) {
         break;
       }
       st.sample_files++;
+      c.files.push_back(path);
     }
   }
   if (!ok) st.sample_bytes.fetch_sub(s.bytes);
   std::lock_guard<std::mutex> lk(st.mu);
   if (ok) {
+    c.json = s.json;
+    c.bytes = s.bytes;
     e->samples.push_back(std::move(s.json));
   } else {
     e->samples_dropped++;
     st.samples_dropped++;
   }
   st.dirty = true;
+  return c;
+}
+
+bool withdraw_sample(State& st, Entry* e, const Committed& c) {
+  if (c.json.empty()) return false;
+  {
+    std::lock_guard<std::mutex> lk(st.mu);
+    auto& v = e->samples;
+    auto it = std::find(v.begin(), v.end(), c.json);
+    if (it == v.end()) return false;
+    v.erase(it);
+    st.dirty = true;
+  }
+  st.sample_bytes.fetch_sub(c.bytes);
+  for (const auto& path : c.files)
+    if (::unlink(path.c_str()) == 0) st.sample_files--;
+  return true;
 }
 
 }  // namespace forge::capture

@@ -36,7 +36,18 @@ bool in_graph_capture(c10::ArrayRef<const c10::IValue> inputs, bool any_cuda);
 std::optional<Sample> take_sample(State& st, const OpInfo& op, c10::ArrayRef<const c10::IValue> inputs,
                                   bool snapshot);
 
+// What commit_sample recorded, for withdraw_sample: empty json if nothing.
+struct Committed {
+  std::string json;
+  std::vector<std::string> files;
+  int64_t bytes = 0;
+};
+
 // Writes the sample's files (within the byte cap) and records it on the entry.
-void commit_sample(State& st, Entry* e, Sample& s);
+Committed commit_sample(State& st, Entry* e, Sample& s);
+
+// Undoes commit_sample: the entry's record, the files and the bytes. Whether
+// it was there to undo.
+bool withdraw_sample(State& st, Entry* e, const Committed& c);
 
 }  // namespace forge::capture

@@ -253,6 +253,14 @@ void planes_run(const PoolArgs& a, const T* x, T* y, int64_t* idx, int64_t in_pl
       }
 }
 
+// n outputs gathered in fp32 at buf, stored to y as vectors.
+template <class T>
+inline void store_span(T* y, const float* buf, int n) {
+  int k = 0;
+  for (; k + W <= n; k += W) store(y + k, load(buf + k));
+  if (k < n) store_part(y + k, load(buf + k), n - k);
+}
+
 #if PL_MAX && !PL_INDICES
 // The values-only max of a 1D row whose windows cross its ends (padding,
 // ceil_mode): the row copied in fp32 between -inf pads, so every output's
@@ -277,9 +285,7 @@ bool padded_row(const PoolArgs& a, const T* x, T* y, float* buf) {
   for (int c0 = 0; c0 < a.OW; c0 += SPAN) {
     const int n = a.OW - c0 < SPAN ? a.OW - c0 : SPAN;
     interior_run(p, row, len, r, c0, c0 + n, buf, nullptr);
-    int k = 0;
-    for (; k + W <= n; k += W) store(y + c0 + k, load(buf + k));
-    if (k < n) store_part(y + c0 + k, load(buf + k), n - k);
+    store_span(y + c0, buf, n);
   }
   return true;
 }
@@ -326,9 +332,7 @@ __attribute__((noinline)) int pool_run(const PoolArgs& a) {
             buf[ow - c0] = pool_one(a, ld, od, oh, ow, &index);
             if constexpr (PL_INDICES) a.idx[row + ow] = index;
           }
-          int k = 0;
-          for (; k + W <= n; k += W) store(y + c0 + k, load(buf + k));
-          if (k < n) store_part(y + c0 + k, load(buf + k), n - k);
+          store_span(y + c0, buf, n);
         }
       }
   }
